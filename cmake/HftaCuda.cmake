@@ -1,0 +1,30 @@
+# CUDA is optional: the runtime's CUDA kernels are built when nvcc exists and
+# skipped (said once, here) when it does not.
+include(CheckLanguage)
+option(HFTA_ENABLE_CUDA "Build the CUDA kernels when a CUDA compiler exists" ON)
+set(HFTA_WITH_CUDA OFF)
+if(HFTA_ENABLE_CUDA)
+  if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+    # The GPUs this project targets: A100 (sm_80) and H100/H200 (sm_90).
+    set(CMAKE_CUDA_ARCHITECTURES 80 90)
+  endif()
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    enable_language(CUDA)
+    set(CMAKE_CUDA_STANDARD 17)
+    set(HFTA_WITH_CUDA ON)
+    find_package(CUDAToolkit REQUIRED)
+    # CUDA 12.9+ dropped libnvToolsExt; older Caffe2 CMake files still ask for
+    # CUDA::nvToolsExt. Point it at the header-only nvtx3 when it is missing.
+    if(NOT TARGET CUDA::nvToolsExt AND TARGET CUDA::nvtx3)
+      add_library(CUDA::nvToolsExt INTERFACE IMPORTED)
+      target_link_libraries(CUDA::nvToolsExt INTERFACE CUDA::nvtx3)
+      target_compile_definitions(CUDA::nvToolsExt INTERFACE TORCH_CUDA_USE_NVTX3)
+    endif()
+  endif()
+endif()
+if(HFTA_WITH_CUDA)
+  message(STATUS "hfta: CUDA kernels ON (nvcc ${CMAKE_CUDA_COMPILER_VERSION}, sm ${CMAKE_CUDA_ARCHITECTURES})")
+else()
+  message(STATUS "hfta: CUDA kernels OFF (no CUDA compiler found); CPU only")
+endif()

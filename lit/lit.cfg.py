@@ -1,0 +1,17 @@
+# lit configuration for hfta's IR and command-line tests.
+import os
+
+import lit.formats
+
+config.name = "hfta"
+# bash runs RUN lines: pipes, $? and test(1) work as in a shell.
+config.test_format = lit.formats.ShTest(execute_external=True)
+config.suffixes = [".test"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(os.path.dirname(config.hfta_tools_dir), "lit")
+
+config.environment["PATH"] = os.pathsep.join(
+    [config.hfta_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", os.environ["PATH"])])
+config.substitutions.append(("%models", config.test_models))
+config.substitutions.append(("%expect-exit", os.path.join(config.test_source_root, "expect-exit.sh")))
+config.substitutions.append(("%python", config.python))

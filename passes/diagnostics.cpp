@@ -1,0 +1,51 @@
+#include "passes/diagnostics.h"
+
+#include <fmt/format.h>
+
+#include <regex>
+
+namespace hfta {
+namespace {
+
+// A loaded module's nodes point at the code TorchScript saved; the range
+// that generated that code is the user's own source.
+std::optional<torch::jit::SourceRange> userRange(const torch::jit::Node* node) {
+  const auto& range = node->sourceRange();
+  if (!range.source()) return std::nullopt;
+  if (auto original = range.findSourceRangeThatGenerated()) return original;
+  return range;
+}
+
+std::string trimmed(std::string s) {
+  const auto first = s.find_first_not_of(" \t");
+  const auto last = s.find_last_not_of(" \t\r");
+  return first == std::string::npos ? "" : s.substr(first, last - first + 1);
+}
+
+}  // namespace
+
+std::string sourceLine(const torch::jit::Node* node) {
+  const auto range = userRange(node);
+  if (!range) return "";
+  const auto flc = range->file_line_col();
+  if (!flc) return "";
+  const auto& [file, line, col] = *flc;
+  return fmt::format("{}:{}", file, line);
+}
+
+std::string describeNode(const torch::jit::Node* node) {
+  const auto range = userRange(node);
+  const std::string where = sourceLine(node);
+  if (!range || where.empty()) return fmt::format("`{}` (no source line recorded)", node->kind().toQualString());
+  // The first line of the node's own text is what the user wrote.
+  std::string text = range->text().str();
+  text = trimmed(text.substr(0, text.find('\n')));
+  return fmt::format("`{}` at {}: `{}`", node->kind().toQualString(), where, text);
+}
+
+std::string demangledTypeName(const c10::TypePtr& type) {
+  static const std::regex kMangle(R"(___torch_mangle_\d+\.)");
+  return std::regex_replace(type->annotation_str(), kMangle, "");
+}
+
+}  // namespace hfta

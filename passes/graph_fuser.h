@@ -1,0 +1,79 @@
+#pragma once
+// The fusion engine: rewrites one member's graph (the template, which every
+// member runs in lockstep) into a graph that runs all B members at once.
+//
+// Every template value has a kind in the fused graph:
+//   Uniform   — the same in every member: one value of the member's type
+//               (constants, shapes, flags, a shared input).
+//   Array     — per-member tensors, laid out member-leading: each tensor leaf
+//               holds [B, *member_shape]; non-tensor leaves (in tuples) are
+//               uniform. Other layouts (channel-folded) come with conv rules.
+//   PerMember — per-member non-tensor values (from the fallback): a list of
+//               B values.
+// Metadata queries (size, dim, len, numel) on an Array answer with the
+// member's logical shape, so uniform control flow stays as it was.
+#include <torch/csrc/jit/ir/ir.h>
+
+#include <unordered_map>
+#include <vector>
+
+#include "passes/hfta/hfta.h"
+
+namespace hfta {
+
+enum class ValueKind { Uniform, Array, PerMember };
+
+struct FusedValue {
+  torch::jit::Value* value = nullptr;
+  ValueKind kind = ValueKind::Uniform;
+};
+
+// True for Tensor and Optional[Tensor]: the types an Array leaf can have.
+bool isTensorLike(const c10::TypePtr& type);
+// True if `type` has a tensor anywhere inside (tuples, lists, optionals).
+bool containsTensor(const c10::TypePtr& type);
+
+class GraphFuser {
+ public:
+  GraphFuser(torch::jit::Graph& fused, int64_t array_size, FusionReport& report);
+
+  // Fuses the nodes of `tmpl` into `target` (appending before its return)
+  // and returns the fused values of tmpl's outputs.
+  std::vector<FusedValue> fuseBlock(torch::jit::Block* tmpl, torch::jit::Block* target);
+
+  void bind(const torch::jit::Value* tmpl, FusedValue fused);
+  const FusedValue& lookup(const torch::jit::Value* tmpl) const;
+
+  // Conversions, inserted at the graph's insertion point.
+  // Array form of any value ([B, ...] leaves); a uniform tensor becomes an
+  // expand view. PerMember values cannot be converted (internal error).
+  torch::jit::Value* toArray(const FusedValue& value);
+  // Like toArray, but a uniform tensor becomes a [1, ...] view that
+  // broadcasts against [B, ...]: cheaper wherever the op broadcasts.
+  torch::jit::Value* toArrayOrBroadcast(const FusedValue& value);
+  // Member b's value, for the per-member fallback.
+  torch::jit::Value* memberValue(const FusedValue& value, int64_t b);
+
+  torch::jit::Graph& graph() { return graph_; }
+  int64_t arraySize() const { return array_size_; }
+  FusionReport& report() { return report_; }
+
+ private:
+  void fuseNode(torch::jit::Node* node);
+  bool isUniform(const torch::jit::Node* node) const;
+  void copyUniform(torch::jit::Node* node);
+
+  torch::jit::Graph& graph_;
+  int64_t array_size_;
+  FusionReport& report_;
+  std::unordered_map<const torch::jit::Value*, FusedValue> env_;
+};
+
+// Fuses `tmpl` for `array_size` members; input i of the result has kind
+// input_kinds[i] and the template input's type. Tensor outputs are Arrays.
+std::shared_ptr<torch::jit::Graph> fuseMemberGraph(const torch::jit::Graph& tmpl,
+                                                   int64_t array_size,
+                                                   const std::vector<ValueKind>& input_kinds,
+                                                   FusionReport& report);
+
+}  // namespace hfta

@@ -1,0 +1,76 @@
+#pragma once
+// hfta's C++ API: fuse B TorchScript modules of one topology into one module
+// that trains them all at once, and split any member back out.
+//
+//   std::vector<hfta::Member> members = hfta::loadMembers({"m0.pt", "m1.pt"});
+//   hfta::FusionResult fused = hfta::fuse(members, {.shared_input = true});
+//   hfta::saveModule(fused.module, "fused.pt");
+//   torch::jit::Module best = hfta::split(fused.module, 1);
+#include <torch/script.h>
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace hfta {
+
+// An error the user can fix (bad file, incompatible models, bad option). Its
+// message names what to fix; tools exit with code 2 on it.
+class UserError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct Member {
+  torch::jit::Module module;
+  std::string source;  // where it came from (a path), for diagnostics and the record
+};
+
+struct FuseOptions {
+  // All members see one shared, unstacked input (the usual sweep): forward
+  // takes the member-shaped input instead of [B, ...], and the first layers
+  // read it without copying it B times.
+  bool shared_input = false;
+};
+
+// What the fusion did with each node of the member graph.
+struct FusionReport {
+  struct Entry {
+    std::string node;    // the node's kind, e.g. aten::linear
+    std::string source;  // the user's source line, "file:line", or ""
+    std::string detail;  // the rule family (fused) or why it fell back
+  };
+  int64_t array_size = 0;
+  int64_t uniform_nodes = 0;  // nodes identical in every member, kept as they are
+  std::vector<Entry> fused;
+  std::vector<Entry> fallbacks;  // run once per member: correct, but not fused
+
+  std::string text() const;
+  std::string json() const;
+};
+
+struct FusionResult {
+  torch::jit::Module module;
+  FusionReport report;
+};
+
+// Loads each path as a TorchScript module (on the CPU); UserError if a file
+// is missing or is not a TorchScript archive.
+std::vector<Member> loadMembers(const std::vector<std::string>& paths);
+
+// Verifies that the members match in lockstep and builds the fused module
+// (see DESIGN.md, "the fused-module contract"). UserError on mismatch.
+FusionResult fuse(const std::vector<Member>& members, const FuseOptions& options = {});
+
+// Member `index` of a fused module as a plain module with that member's
+// current weights; it needs nothing from hfta to load or run.
+torch::jit::Module split(const torch::jit::Module& fused, int64_t index);
+
+// Number of members of a fused module; UserError if it is not one.
+int64_t arraySize(const torch::jit::Module& fused);
+
+// Saves through a temporary file in the same folder and renames it, so a
+// failed save leaves no partial file. UserError if it cannot be written.
+void saveModule(const torch::jit::Module& module, const std::string& path);
+
+}  // namespace hfta

@@ -1,0 +1,241 @@
+#include "passes/lockstep.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <fmt/ostream.h>
+
+#include <unordered_map>
+
+#include "passes/diagnostics.h"
+#include "passes/hfta/hfta.h"
+
+namespace hfta {
+namespace {
+
+using torch::jit::Block;
+using torch::jit::Node;
+using torch::jit::Value;
+
+constexpr const char* kSameCodeHint =
+    "Models fused together must come from the same code and configuration; "
+    "fuse only members of one sweep";
+
+std::string ivalueText(const c10::IValue& v) {
+  if (v.isTensor()) {
+    const auto& t = v.toTensor();
+    return fmt::format("a {} tensor of shape [{}]", c10::toString(t.scalar_type()),
+                       fmt::join(t.sizes(), ", "));
+  }
+  return fmt::format("{}", fmt::streamed(v));
+}
+
+bool ivaluesEqual(const c10::IValue& a, const c10::IValue& b) {
+  if (a.isTensor() != b.isTensor()) return false;
+  if (a.isTensor()) {
+    const auto &x = a.toTensor(), &y = b.toTensor();
+    return x.scalar_type() == y.scalar_type() && x.sizes() == y.sizes() && at::equal(x, y);
+  }
+  return a == b;
+}
+
+// A node attribute (not a constant's value) as text, for comparison.
+std::string attributeText(const Node* n, torch::jit::Symbol name) {
+  using torch::jit::AttributeKind;
+  switch (n->kindOf(name)) {
+    case AttributeKind::i: return std::to_string(n->i(name));
+    case AttributeKind::f: return fmt::format("{}", n->f(name));
+    case AttributeKind::s: return n->s(name);
+    case AttributeKind::is: return fmt::format("{}", n->is(name));
+    case AttributeKind::fs: return fmt::format("{}", n->fs(name));
+    case AttributeKind::ss: return fmt::format("{}", n->ss(name));
+    case AttributeKind::ty: return demangledTypeName(n->ty(name));
+    case AttributeKind::ival: return ivalueText(n->ival(name));
+    case AttributeKind::t: return ivalueText(n->t(name));
+    default: return fmt::format("<attribute of kind {}>", toString(n->kindOf(name)));
+  }
+}
+
+class GraphLockstep {
+ public:
+  explicit GraphLockstep(const std::vector<MemberGraph>& members)
+      : members_(members), to_template_(members.size()) {}
+
+  void run() {
+    for (size_t b = 1; b < members_.size(); ++b) {
+      verifyBlock(b, members_[0].graph->block(), members_[b].graph->block());
+    }
+  }
+
+ private:
+  [[noreturn]] void mismatch(size_t b, const Node* t, const Node* m, const std::string& what) {
+    throw UserError(fmt::format(
+        "{} does not match {}: {}. {} has {}; {} has {}. {}.", members_[b].name,
+        members_[0].name, what, members_[0].name, t ? describeNode(t) : "no further node",
+        members_[b].name, m ? describeNode(m) : "no further node", kSameCodeHint));
+  }
+
+  void mapValues(size_t b, at::ArrayRef<const Value*> tmpl, at::ArrayRef<const Value*> member) {
+    for (size_t i = 0; i < tmpl.size(); ++i) to_template_[b][member[i]] = tmpl[i];
+  }
+
+  bool sameSource(size_t b, const Value* tmpl, const Value* member) {
+    auto it = to_template_[b].find(member);
+    return it != to_template_[b].end() && it->second == tmpl;
+  }
+
+  void verifyBlock(size_t b, const Block* tmpl, const Block* member) {
+    if (tmpl->inputs().size() != member->inputs().size()) {
+      mismatch(b, tmpl->owningNode(), member->owningNode(),
+               fmt::format("a block takes {} inputs in one and {} in the other",
+                           tmpl->inputs().size(), member->inputs().size()));
+    }
+    if (tmpl->owningNode() == nullptr) {  // the graph's own inputs
+      for (size_t i = 0; i < tmpl->inputs().size(); ++i) {
+        const auto t = demangledTypeName(tmpl->inputs()[i]->type());
+        const auto m = demangledTypeName(member->inputs()[i]->type());
+        if (t != m) {
+          throw UserError(fmt::format(
+              "{} does not match {}: input {} of forward is {} in one and {} in the other. {}.",
+              members_[b].name, members_[0].name, i, t, m, kSameCodeHint));
+        }
+      }
+    }
+    mapValues(b, tmpl->inputs(), member->inputs());
+    auto t = tmpl->nodes().begin(), m = member->nodes().begin();
+    for (; t != tmpl->nodes().end() && m != member->nodes().end(); ++t, ++m) {
+      verifyNode(b, *t, *m);
+    }
+    if (t != tmpl->nodes().end() || m != member->nodes().end()) {
+      mismatch(b, t != tmpl->nodes().end() ? *t : nullptr,
+               m != member->nodes().end() ? *m : nullptr,
+               "one graph has more operations than the other");
+    }
+    for (size_t i = 0; i < tmpl->outputs().size(); ++i) {
+      if (i >= member->outputs().size() ||
+          !sameSource(b, tmpl->outputs()[i], member->outputs()[i])) {
+        mismatch(b, tmpl->return_node(), member->return_node(), "they return different values");
+      }
+    }
+  }
+
+  void verifyNode(size_t b, const Node* t, const Node* m) {
+    if (t->kind() != m->kind()) mismatch(b, t, m, "the operations differ");
+    const auto* ts = t->maybeSchema();
+    const auto* ms = m->maybeSchema();
+    if ((ts == nullptr) != (ms == nullptr) || (ts && toString(*ts) != toString(*ms))) {
+      mismatch(b, t, m, "the operator overloads differ");
+    }
+    if (t->inputs().size() != m->inputs().size()) {
+      mismatch(b, t, m, "the operations take different numbers of inputs");
+    }
+    for (size_t i = 0; i < t->inputs().size(); ++i) {
+      if (!sameSource(b, t->input(i), m->input(i))) {
+        mismatch(b, t, m, fmt::format("input {} of the operation comes from a different place", i));
+      }
+    }
+    if (t->kind() == c10::prim::Constant) {
+      const auto tv = torch::jit::toIValue(t->output());
+      const auto mv = torch::jit::toIValue(m->output());
+      if (tv.has_value() != mv.has_value() || (tv && !ivaluesEqual(*tv, *mv))) {
+        mismatch(b, t, m,
+                 fmt::format("a constant is {} in one and {} in the other",
+                             tv ? ivalueText(*tv) : "None", mv ? ivalueText(*mv) : "None"));
+      }
+    } else {
+      auto names = t->attributeNames();
+      if (names.size() != m->attributeNames().size()) {
+        mismatch(b, t, m, "the operations have different attributes");
+      }
+      for (auto name : names) {
+        if (!m->hasAttribute(name) || attributeText(t, name) != attributeText(m, name)) {
+          mismatch(b, t, m,
+                   fmt::format("attribute `{}` is {} in one and {} in the other",
+                               name.toUnqualString(), attributeText(t, name),
+                               m->hasAttribute(name) ? attributeText(m, name) : "missing"));
+        }
+      }
+    }
+    if (t->outputs().size() != m->outputs().size()) {
+      mismatch(b, t, m, "the operations have different numbers of results");
+    }
+    for (size_t i = 0; i < t->outputs().size(); ++i) {
+      const auto tt = demangledTypeName(t->output(i)->type());
+      const auto mt = demangledTypeName(m->output(i)->type());
+      if (tt != mt) {
+        mismatch(b, t, m, fmt::format("result {} has type {} in one and {} in the other", i, tt, mt));
+      }
+    }
+    if (t->blocks().size() != m->blocks().size()) {
+      mismatch(b, t, m, "the operations have different numbers of blocks");
+    }
+    for (size_t i = 0; i < t->blocks().size(); ++i) verifyBlock(b, t->blocks()[i], m->blocks()[i]);
+    mapValues(b, t->outputs(), m->outputs());
+  }
+
+  const std::vector<MemberGraph>& members_;
+  // Per member: its value -> the template's (member 0's) value.
+  std::vector<std::unordered_map<const Value*, const Value*>> to_template_;
+};
+
+void verifyModulePair(const torch::jit::Module& tmpl, const torch::jit::Module& member,
+                      const std::string& prefix, const std::string& tmpl_name,
+                      const std::string& member_name) {
+  const auto tmpl_type = tmpl.type();
+  const auto member_type = member.type();
+  auto fail = [&](const std::string& what, const std::string& fix) {
+    throw UserError(fmt::format("{} does not match {}: {}. {}.", member_name, tmpl_name, what, fix));
+  };
+  if (tmpl_type->numAttributes() != member_type->numAttributes()) {
+    fail(fmt::format("module `{}` has {} attributes in one and {} in the other",
+                     prefix.empty() ? "<root>" : prefix, tmpl_type->numAttributes(),
+                     member_type->numAttributes()),
+         kSameCodeHint);
+  }
+  for (size_t i = 0; i < tmpl_type->numAttributes(); ++i) {
+    const auto name = tmpl_type->getAttributeName(i);
+    const auto qualified = prefix.empty() ? name : prefix + "." + name;
+    const auto slot = member_type->findAttributeSlot(name);
+    if (!slot) fail(fmt::format("`{}` is missing", qualified), kSameCodeHint);
+    if (tmpl_type->is_parameter(i) != member_type->is_parameter(*slot) ||
+        tmpl_type->is_buffer(i) != member_type->is_buffer(*slot)) {
+      fail(fmt::format("`{}` is a parameter or buffer in one and not in the other", qualified),
+           kSameCodeHint);
+    }
+    const auto tv = tmpl._ivalue()->getSlot(i);
+    const auto mv = member._ivalue()->getSlot(*slot);
+    if (tv.isModule() && mv.isModule()) {
+      verifyModulePair(tv.toModule(), mv.toModule(), qualified, tmpl_name, member_name);
+    } else if (tv.isTensor() && mv.isTensor()) {
+      const auto &x = tv.toTensor(), &y = mv.toTensor();
+      if (x.sizes() != y.sizes() || x.scalar_type() != y.scalar_type()) {
+        fail(fmt::format("`{}` is {} in one and {} in the other", qualified, ivalueText(tv),
+                         ivalueText(mv)),
+             "Fused members must have the same layer sizes and dtypes");
+      }
+    } else if (tv.isTensor() != mv.isTensor() || tv.isModule() != mv.isModule() ||
+               !(tv == mv)) {
+      const std::string fix =
+          name == "training"
+              ? "Put every member in the same mode (all .train() or all .eval()) before saving"
+              : "Non-tensor attributes steer the program and must be equal in every member";
+      fail(fmt::format("attribute `{}` is {} in one and {} in the other", qualified,
+                       ivalueText(tv), ivalueText(mv)),
+           fix);
+    }
+  }
+}
+
+}  // namespace
+
+void verifyGraphsInLockstep(const std::vector<MemberGraph>& members) {
+  GraphLockstep(members).run();
+}
+
+void verifyModulesInLockstep(const std::vector<torch::jit::Module>& modules,
+                             const std::vector<std::string>& names) {
+  for (size_t b = 1; b < modules.size(); ++b) {
+    verifyModulePair(modules[0], modules[b], "", names[0], names[b]);
+  }
+}
+
+}  // namespace hfta

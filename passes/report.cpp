@@ -1,0 +1,56 @@
+#include <fmt/format.h>
+
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "passes/hfta/hfta.h"
+
+namespace hfta {
+namespace {
+
+std::string entryLine(const FusionReport::Entry& e) {
+  return fmt::format("  {:<28} {:<24} {}\n", e.node, e.source.empty() ? "-" : e.source, e.detail);
+}
+
+nlohmann::json entriesJson(const std::vector<FusionReport::Entry>& entries, const char* detail_key) {
+  auto out = nlohmann::json::array();
+  for (const auto& e : entries) {
+    out.push_back({{"node", e.node}, {"source", e.source}, {detail_key, e.detail}});
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string FusionReport::text() const {
+  std::map<std::string, int> by_family;
+  for (const auto& e : fused) ++by_family[e.detail];
+  std::string families;
+  for (const auto& [family, count] : by_family) {
+    families += fmt::format("{}{} {}", families.empty() ? "" : ", ", count, family);
+  }
+  std::string out = fmt::format(
+      "fusion report: {} members; {} nodes fused{}, {} fallback nodes (run per member), "
+      "{} uniform nodes kept as they are\n",
+      array_size, fused.size(), families.empty() ? "" : " (" + families + ")", fallbacks.size(),
+      uniform_nodes);
+  if (!fallbacks.empty()) {
+    out += "fallbacks (correct, but not fused):\n";
+    for (const auto& e : fallbacks) out += entryLine(e);
+  }
+  if (!fused.empty()) {
+    out += "fused:\n";
+    for (const auto& e : fused) out += entryLine(e);
+  }
+  return out;
+}
+
+std::string FusionReport::json() const {
+  nlohmann::json j = {{"array_size", array_size},
+                      {"uniform_nodes", uniform_nodes},
+                      {"fused", entriesJson(fused, "rule")},
+                      {"fallbacks", entriesJson(fallbacks, "reason")}};
+  return j.dump(2);
+}
+
+}  // namespace hfta

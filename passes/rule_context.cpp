@@ -1,0 +1,60 @@
+#include "passes/rule_context.h"
+
+namespace hfta {
+
+using torch::jit::Node;
+using torch::jit::Value;
+
+bool RuleContext::anyInputIs(ValueKind kind) const {
+  for (size_t i = 0; i < node_->inputs().size(); ++i) {
+    if (input(i).kind == kind) return true;
+  }
+  return false;
+}
+
+Value* RuleContext::uniform(size_t i) const {
+  TORCH_INTERNAL_ASSERT(kind(i) == ValueKind::Uniform, "hfta: input ", i, " of ",
+                        node_->kind().toQualString(), " is not uniform");
+  return input(i).value;
+}
+
+Value* RuleContext::stackedDim(size_t i) {
+  Value* dim = uniform(i);
+  if (auto constant = torch::jit::constant_as<int64_t>(dim)) {
+    return graph().insertConstant(*constant >= 0 ? *constant + 1 : *constant);
+  }
+  return insert(c10::Symbol::fromQualString("hfta::stacked_dim"), {dim});
+}
+
+Value* RuleContext::stackedShape(size_t i) {
+  Value* members = graph().insertConstant(std::vector<int64_t>{arraySize()});
+  return insert(c10::aten::add, {members, uniform(i)});
+}
+
+Value* RuleContext::insert(c10::Symbol op, std::vector<torch::jit::NamedValue> args,
+                           std::vector<torch::jit::NamedValue> kwargs) {
+  return graph().insert(op, args, kwargs, node_->sourceRange());
+}
+
+Node* RuleContext::insertCopy(const std::unordered_map<size_t, Value*>& replaced) {
+  std::unordered_map<Value*, Value*> by_value;
+  for (const auto& [index, value] : replaced) by_value[node_->input(index)] = value;
+  Node* copy = graph().createClone(node_, [&](Value* v) {
+    auto it = by_value.find(v);
+    return it != by_value.end() ? it->second : fuser_.lookup(v).value;
+  });
+  return graph().insertNode(copy);
+}
+
+void RuleContext::bindOutput(size_t i, Value* value, ValueKind kind) {
+  fuser_.bind(node_->output(i), {value, kind});
+}
+
+void RuleContext::bindOutputsByType(Node* copy) {
+  for (size_t i = 0; i < copy->outputs().size(); ++i) {
+    bindOutput(i, copy->output(i),
+               containsTensor(copy->output(i)->type()) ? ValueKind::Array : ValueKind::Uniform);
+  }
+}
+
+}  // namespace hfta

@@ -1,0 +1,58 @@
+#pragma once
+// What a fusion rule sees: the template node, the fused values of its
+// inputs, and helpers that insert fused IR at the right place.
+#include <torch/csrc/jit/ir/ir.h>
+
+#include <optional>
+#include <string>
+#include <unordered_map>
+
+#include "passes/graph_fuser.h"
+
+namespace hfta {
+
+// A rule fuses the node, or declines and says why (the reason reaches the
+// fusion report, and the node runs per member instead).
+struct RuleResult {
+  std::optional<std::string> declined;
+  static RuleResult fused() { return {}; }
+  static RuleResult decline(std::string why) { return {std::move(why)}; }
+};
+
+class RuleContext {
+ public:
+  RuleContext(GraphFuser& fuser, torch::jit::Node* node) : fuser_(fuser), node_(node) {}
+
+  torch::jit::Node* node() const { return node_; }
+  torch::jit::Graph& graph() { return fuser_.graph(); }
+  GraphFuser& fuser() { return fuser_; }
+  int64_t arraySize() const { return fuser_.arraySize(); }
+
+  const FusedValue& input(size_t i) const { return fuser_.lookup(node_->input(i)); }
+  ValueKind kind(size_t i) const { return input(i).kind; }
+  bool anyInputIs(ValueKind kind) const;
+
+  torch::jit::Value* array(size_t i) { return fuser_.toArray(input(i)); }
+  torch::jit::Value* arrayOrBroadcast(size_t i) { return fuser_.toArrayOrBroadcast(input(i)); }
+  torch::jit::Value* uniform(size_t i) const;
+  // Input i is a member dim (a uniform int): the same dim in [B, ...].
+  torch::jit::Value* stackedDim(size_t i);
+  // Input i is a member shape (a uniform int list): [B] + shape.
+  torch::jit::Value* stackedShape(size_t i);
+
+  torch::jit::Value* insert(c10::Symbol op, std::vector<torch::jit::NamedValue> args,
+                            std::vector<torch::jit::NamedValue> kwargs = {});
+  // A copy of the node whose inputs are `replaced` where given and the
+  // (uniform) fused inputs elsewhere, inserted; outputs are not bound.
+  torch::jit::Node* insertCopy(const std::unordered_map<size_t, torch::jit::Value*>& replaced);
+  // Binds output i of the template node.
+  void bindOutput(size_t i, torch::jit::Value* value, ValueKind kind);
+  // Binds every output of `copy` by type: tensor-like outputs are Arrays.
+  void bindOutputsByType(torch::jit::Node* copy);
+
+ private:
+  GraphFuser& fuser_;
+  torch::jit::Node* node_;
+};
+
+}  // namespace hfta

@@ -1,0 +1,105 @@
+// Element-wise ops act on each element alone, so they act on each member
+// alone: the op runs once on the [B, ...] array. Binary ops first line up
+// the operands' member dims (hfta::align), so that a member's [F] bias
+// broadcasts against its [N, F] activations as it did alone:
+//
+//   %z = aten::add(%x, %bias, %alpha)   ->  %a = hfta::align(%x, %bias)
+//        x: [N, F], bias: [F]                %c = hfta::align(%bias, %x)   # [B, 1, F]
+//                                            %z = aten::add(%a, %c, %alpha)
+#include "passes/rules/rules.h"
+
+namespace hfta {
+namespace {
+
+const c10::Symbol kAlign = c10::Symbol::fromQualString("hfta::align");
+
+// Input 0 is the per-member tensor; every other input is a uniform scalar.
+RuleResult fuseUnary(RuleContext& ctx) {
+  for (size_t i = 1; i < ctx.node()->inputs().size(); ++i) {
+    if (ctx.kind(i) != ValueKind::Uniform) {
+      return RuleResult::decline("a scalar argument differs per member");
+    }
+  }
+  ctx.bindOutputsByType(ctx.insertCopy({{0, ctx.array(0)}}));
+  return RuleResult::fused();
+}
+
+RuleResult fuseBinary(RuleContext& ctx) {
+  for (size_t i = 2; i < ctx.node()->inputs().size(); ++i) {
+    if (ctx.kind(i) != ValueKind::Uniform) return RuleResult::decline("a scalar argument differs per member");
+  }
+  auto* a = ctx.arrayOrBroadcast(0);
+  auto* b = ctx.arrayOrBroadcast(1);
+  auto* aligned_a = ctx.insert(kAlign, {a, b});
+  auto* aligned_b = ctx.insert(kAlign, {b, a});
+  ctx.bindOutputsByType(ctx.insertCopy({{0, aligned_a}, {1, aligned_b}}));
+  return RuleResult::fused();
+}
+
+// self.op_(other): self must already be per-member (it is written).
+RuleResult fuseBinaryInPlace(RuleContext& ctx) {
+  if (ctx.kind(0) != ValueKind::Array) {
+    return RuleResult::decline("writes per-member values into a tensor all members share");
+  }
+  for (size_t i = 2; i < ctx.node()->inputs().size(); ++i) {
+    if (ctx.kind(i) != ValueKind::Uniform) return RuleResult::decline("a scalar argument differs per member");
+  }
+  auto* self = ctx.array(0);
+  auto* other = ctx.insert(kAlign, {ctx.arrayOrBroadcast(1), self});
+  ctx.bindOutputsByType(ctx.insertCopy({{0, self}, {1, other}}));
+  return RuleResult::fused();
+}
+
+RuleResult fuseUnaryInPlace(RuleContext& ctx) {
+  if (ctx.kind(0) != ValueKind::Array) {
+    return RuleResult::decline("writes per-member values into a tensor all members share");
+  }
+  return fuseUnary(ctx);
+}
+
+}  // namespace
+
+std::vector<RuleEntry> elementwiseRules() {
+  constexpr const char* kFamily = "elementwise";
+  return {
+      // Activations.
+      {"aten::relu(Tensor self) -> Tensor", kFamily, fuseUnary},
+      {"aten::relu_(Tensor(a!) self) -> Tensor(a!)", kFamily, fuseUnaryInPlace},
+      {"aten::gelu(Tensor self, *, str approximate=\"none\") -> Tensor", kFamily, fuseUnary},
+      {"aten::tanh(Tensor self) -> Tensor", kFamily, fuseUnary},
+      {"aten::tanh_(Tensor(a!) self) -> Tensor(a!)", kFamily, fuseUnaryInPlace},
+      {"aten::sigmoid(Tensor self) -> Tensor", kFamily, fuseUnary},
+      {"aten::sigmoid_(Tensor(a!) self) -> Tensor(a!)", kFamily, fuseUnaryInPlace},
+      {"aten::silu(Tensor self) -> Tensor", kFamily, fuseUnary},
+      {"aten::silu_(Tensor(a!) self) -> Tensor(a!)", kFamily, fuseUnaryInPlace},
+      {"aten::leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor", kFamily, fuseUnary},
+      {"aten::leaky_relu_(Tensor(a!) self, Scalar negative_slope=0.01) -> Tensor(a!)", kFamily, fuseUnaryInPlace},
+      {"aten::softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor", kFamily, fuseUnary},
+      {"aten::elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor", kFamily, fuseUnary},
+      {"aten::elu_(Tensor(a!) self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor(a!)", kFamily, fuseUnaryInPlace},
+      {"aten::hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor", kFamily, fuseUnary},
+      {"aten::hardtanh_(Tensor(a!) self, Scalar min_val=-1, Scalar max_val=1) -> Tensor(a!)", kFamily, fuseUnaryInPlace},
+      // Arithmetic with a scalar.
+      {"aten::add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor", kFamily, fuseUnary},
+      {"aten::sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor", kFamily, fuseUnary},
+      {"aten::rsub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor", kFamily, fuseUnary},
+      {"aten::mul.Scalar(Tensor self, Scalar other) -> Tensor", kFamily, fuseUnary},
+      {"aten::div.Scalar(Tensor self, Scalar other) -> Tensor", kFamily, fuseUnary},
+      {"aten::pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor", kFamily, fuseUnary},
+      {"aten::neg(Tensor self) -> Tensor", kFamily, fuseUnary},
+      {"aten::exp(Tensor self) -> Tensor", kFamily, fuseUnary},
+      {"aten::add_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)", kFamily, fuseUnaryInPlace},
+      {"aten::mul_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)", kFamily, fuseUnaryInPlace},
+      // Arithmetic between tensors.
+      {"aten::add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor", kFamily, fuseBinary},
+      {"aten::sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor", kFamily, fuseBinary},
+      {"aten::mul.Tensor(Tensor self, Tensor other) -> Tensor", kFamily, fuseBinary},
+      {"aten::div.Tensor(Tensor self, Tensor other) -> Tensor", kFamily, fuseBinary},
+      {"aten::add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)", kFamily, fuseBinaryInPlace},
+      {"aten::sub_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)", kFamily, fuseBinaryInPlace},
+      {"aten::mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)", kFamily, fuseBinaryInPlace},
+      {"aten::div_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)", kFamily, fuseBinaryInPlace},
+  };
+}
+
+}  // namespace hfta

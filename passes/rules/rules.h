@@ -1,0 +1,29 @@
+#pragma once
+// The fusion rule table: one entry per operator schema (or, for prim nodes
+// without a schema, per node kind), grouped by op family, one file each.
+#include <vector>
+
+#include "passes/rule_context.h"
+
+namespace hfta {
+
+using RuleFn = RuleResult (*)(RuleContext&);
+
+struct RuleEntry {
+  const char* key;     // a full schema, or a prim node kind ("prim::If")
+  const char* family;  // for the report: "linear", "elementwise", ...
+  RuleFn fuse;
+};
+
+// The families (rules/<family>.cpp).
+std::vector<RuleEntry> linearRules();
+std::vector<RuleEntry> elementwiseRules();
+std::vector<RuleEntry> dropoutRules();
+std::vector<RuleEntry> shapeRules();
+std::vector<RuleEntry> containerRules();
+std::vector<RuleEntry> controlFlowRules();
+
+// The rule for `node`, matched by its full schema, or nullptr.
+const RuleEntry* findRule(const torch::jit::Node* node);
+
+}  // namespace hfta

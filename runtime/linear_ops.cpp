@@ -1,0 +1,81 @@
+// Per-member matrix products, lowered to one batched GEMM (bmm/baddbmm) or,
+// when every member sees the same input, to one broadcast matmul.
+#include "runtime/ops.h"
+
+namespace hfta::ops {
+namespace {
+
+// Member dims of a stacked tensor.
+int64_t memberDim(const at::Tensor& t) { return t.dim() - 1; }
+
+// Expands a broadcast ([1, ...]) operand to B members; a view.
+at::Tensor expandMembers(const at::Tensor& t, int64_t array_size) {
+  if (t.size(0) == array_size) return t;
+  auto sizes = t.sizes().vec();
+  sizes[0] = array_size;
+  return t.expand(sizes);
+}
+
+}  // namespace
+
+at::Tensor linear(const at::Tensor& input, const at::Tensor& weight,
+                  const std::optional<at::Tensor>& bias) {
+  TORCH_CHECK(weight.dim() == 3, "hfta::linear: weight must be [B, out, in], got ",
+              weight.sizes());
+  TORCH_CHECK(input.dim() >= 2, "hfta::linear: input must be [B, ..., in], got ",
+              input.sizes());
+  const int64_t members = weight.size(0);
+  const int64_t in_features = weight.size(2);
+  const int64_t out_features = weight.size(1);
+  TORCH_CHECK(input.size(0) == members || input.size(0) == 1,
+              "hfta::linear: input has ", input.size(0), " members, weight ", members);
+
+  // [B|1, *, in] -> [B|1, M, in], remembering * to restore it.
+  std::vector<int64_t> out_sizes{members};
+  for (int64_t d = 1; d + 1 < input.dim(); ++d) out_sizes.push_back(input.size(d));
+  out_sizes.push_back(out_features);
+  const auto x = input.reshape({input.size(0), -1, in_features});
+  const auto w_t = weight.transpose(1, 2);  // [B, in, out]
+
+  at::Tensor y;
+  const bool has_bias = bias.has_value() && bias->defined();
+  if (x.size(0) == members) {
+    y = has_bias ? at::baddbmm(bias->unsqueeze(1), x, w_t) : at::bmm(x, w_t);
+  } else {
+    // Shared input: [M, in] @ [B, in, out] broadcasts to [B, M, out].
+    y = at::matmul(x.select(0, 0), w_t);
+    if (has_bias) y = y + bias->unsqueeze(1);
+  }
+  return y.reshape(out_sizes);
+}
+
+at::Tensor matmul(const at::Tensor& self, const at::Tensor& other) {
+  TORCH_CHECK(self.dim() >= 2 && other.dim() >= 2,
+              "hfta::matmul: operands must be stacked tensors with at least one member dim");
+  const bool self_vector = memberDim(self) == 1;
+  const bool other_vector = memberDim(other) == 1;
+  auto a = self_vector ? self.unsqueeze(-2) : self;    // [B, 1, k]
+  auto b = other_vector ? other.unsqueeze(-1) : other;  // [B, k, 1]
+  auto y = at::matmul(align(a, b), align(b, a));
+  if (other_vector) y = y.squeeze(-1);
+  if (self_vector) y = y.squeeze(-1 - (other_vector ? 0 : 1));
+  return y;
+}
+
+at::Tensor addmm(const at::Tensor& self, const at::Tensor& mat1,
+                 const at::Tensor& mat2, const at::Scalar& beta,
+                 const at::Scalar& alpha) {
+  TORCH_CHECK(mat1.dim() == 3 && mat2.dim() == 3,
+              "hfta::addmm: mat1 and mat2 must be stacked matrices [B, n, m]");
+  const int64_t members = std::max(mat1.size(0), mat2.size(0));
+  return at::baddbmm(align(self, mat1), expandMembers(mat1, members),
+                     expandMembers(mat2, members), beta, alpha);
+}
+
+at::Tensor t(const at::Tensor& self) {
+  TORCH_CHECK(memberDim(self) <= 2, "hfta::t: members have ", memberDim(self),
+              " dims; t() expects at most 2");
+  return memberDim(self) < 2 ? self.alias() : self.transpose(1, 2);
+}
+
+}  // namespace hfta::ops

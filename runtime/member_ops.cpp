@@ -1,0 +1,64 @@
+// Views and conversions between one member's value and the stacked array.
+#include "runtime/ops.h"
+
+namespace hfta::ops {
+
+at::Tensor align(const at::Tensor& self, const at::Tensor& other) {
+  TORCH_CHECK(self.dim() >= 1, "hfta::align: expected a stacked tensor, got a 0-dim one");
+  auto aligned = self;
+  while (aligned.dim() < other.dim()) aligned = aligned.unsqueeze(1);
+  return aligned;
+}
+
+at::Tensor broadcast_to_members(const at::Tensor& self, int64_t array_size) {
+  std::vector<int64_t> sizes{array_size};
+  sizes.insert(sizes.end(), self.sizes().begin(), self.sizes().end());
+  return self.unsqueeze(0).expand(sizes);
+}
+
+int64_t stacked_dim(int64_t dim) { return dim >= 0 ? dim + 1 : dim; }
+
+std::optional<at::Tensor> member(const std::optional<at::Tensor>& self,
+                                 int64_t index) {
+  if (!self.has_value() || !self->defined()) return std::nullopt;
+  return self->select(0, index);
+}
+
+std::vector<at::Tensor> member_list(at::TensorList self, int64_t index) {
+  std::vector<at::Tensor> out;
+  out.reserve(self.size());
+  for (const auto& t : self) out.push_back(t.select(0, index));
+  return out;
+}
+
+std::vector<at::Tensor> stack_members_list(
+    const c10::List<c10::List<at::Tensor>>& members) {
+  TORCH_CHECK(!members.empty(), "hfta::stack_members_list: no members");
+  const size_t length = members.get(0).size();
+  std::vector<at::Tensor> out;
+  for (size_t i = 0; i < length; ++i) {
+    std::vector<at::Tensor> slices;
+    for (const c10::List<at::Tensor> m : members) {
+      TORCH_CHECK(m.size() == length,
+                  "hfta::stack_members_list: members returned lists of different lengths (",
+                  length, " and ", m.size(), ")");
+      slices.push_back(m.get(i));
+    }
+    out.push_back(at::stack(slices));
+  }
+  return out;
+}
+
+std::optional<at::Tensor> stack_members_optional(
+    const c10::List<std::optional<at::Tensor>>& members) {
+  std::vector<at::Tensor> slices;
+  for (const std::optional<at::Tensor> m : members) {
+    if (m.has_value()) slices.push_back(*m);
+  }
+  if (slices.empty()) return std::nullopt;
+  TORCH_CHECK(slices.size() == members.size(),
+              "hfta::stack_members_optional: some members returned None and others a tensor");
+  return at::stack(slices);
+}
+
+}  // namespace hfta::ops

@@ -1,0 +1,43 @@
+#pragma once
+// The hfta:: operators: what a fused graph calls where one ATen op does not
+// express "B members stacked on dimension 0" by itself. Every op here is a
+// composite of ATen ops, so autograd and every backend come for free.
+//
+// Conventions: an "array" tensor holds B members stacked on dim 0
+// ([B, *member_shape]). A "broadcast" tensor holds one member's value viewed
+// as [1, *member_shape]; it stands for B identical members without a copy.
+#include <ATen/ATen.h>
+
+namespace hfta::ops {
+
+// y_b = x_b @ w_b^T + bias_b for every member b. input: [B|1, *, in],
+// weight: [B, out, in], bias: [B, out] or undefined.
+at::Tensor linear(const at::Tensor& input, const at::Tensor& weight,
+                  const std::optional<at::Tensor>& bias);
+// torch.matmul per member (1-D members included).
+at::Tensor matmul(const at::Tensor& self, const at::Tensor& other);
+// torch.addmm per member: beta * self_b + alpha * mat1_b @ mat2_b.
+at::Tensor addmm(const at::Tensor& self, const at::Tensor& mat1,
+                 const at::Tensor& mat2, const at::Scalar& beta,
+                 const at::Scalar& alpha);
+// Tensor.t() per member (a view).
+at::Tensor t(const at::Tensor& self);
+
+// `self` viewed with singleton dims after dim 0 so that its rank is at least
+// other's: per-member broadcasting then lines up like the members' own.
+at::Tensor align(const at::Tensor& self, const at::Tensor& other);
+// One member's value as B identical members: [B, *shape] (an expand view).
+at::Tensor broadcast_to_members(const at::Tensor& self, int64_t array_size);
+// A non-negative member dim moves one to the right; a negative one stays.
+int64_t stacked_dim(int64_t dim);
+
+// Used by the per-member fallback for values that are not plain tensors.
+std::optional<at::Tensor> member(const std::optional<at::Tensor>& self,
+                                 int64_t index);
+std::vector<at::Tensor> member_list(at::TensorList self, int64_t index);
+std::vector<at::Tensor> stack_members_list(
+    const c10::List<c10::List<at::Tensor>>& members);
+std::optional<at::Tensor> stack_members_optional(
+    const c10::List<std::optional<at::Tensor>>& members);
+
+}  // namespace hfta::ops

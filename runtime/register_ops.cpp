@@ -1,0 +1,31 @@
+// The hfta:: operator schemas, declared once, and their composite kernels.
+#include <torch/library.h>
+
+#include "runtime/ops.h"
+
+TORCH_LIBRARY(hfta, m) {
+  m.def("linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor");
+  m.def("matmul(Tensor self, Tensor other) -> Tensor");
+  m.def("addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor");
+  m.def("t(Tensor(a) self) -> Tensor(a)");
+  m.def("align(Tensor(a) self, Tensor other) -> Tensor(a)");
+  m.def("broadcast_to_members(Tensor(a) self, int array_size) -> Tensor(a)");
+  m.def("stacked_dim(int dim) -> int", hfta::ops::stacked_dim);
+  m.def("member(Tensor(a)? self, int index) -> Tensor(a)?");
+  m.def("member_list(Tensor[] self, int index) -> Tensor[]");
+  m.def("stack_members_list(Tensor[][] members) -> Tensor[]");
+  m.def("stack_members_optional(Tensor?[] members) -> Tensor?");
+}
+
+TORCH_LIBRARY_IMPL(hfta, CompositeImplicitAutograd, m) {
+  m.impl("linear", hfta::ops::linear);
+  m.impl("matmul", hfta::ops::matmul);
+  m.impl("addmm", hfta::ops::addmm);
+  m.impl("t", hfta::ops::t);
+  m.impl("align", hfta::ops::align);
+  m.impl("broadcast_to_members", hfta::ops::broadcast_to_members);
+  m.impl("member", hfta::ops::member);
+  m.impl("member_list", hfta::ops::member_list);
+  m.impl("stack_members_list", hfta::ops::stack_members_list);
+  m.impl("stack_members_optional", hfta::ops::stack_members_optional);
+}

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs what hfta needs and skips what is already there:
+#   Debian packages (compilers, fmt, CLI11, nlohmann-json, GoogleTest, FileCheck)
+#   and a project-local virtual environment (.venv) with the pinned torch,
+#   from whose wheel LibTorch is taken, plus cmake, ninja and lit.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+readonly TORCH_VERSION=2.11.0
+readonly APT_PACKAGES=(g++ make git python3 python3-venv ninja-build libfmt-dev
+  libcli11-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev llvm-14-tools)
+
+missing=()
+for pkg in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed" || missing+=("$pkg")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing Debian packages: ${missing[*]}"
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q "${missing[@]}"
+fi
+
+# Debian's python3 is used on purpose: its venv module is a Debian package
+# above, so a fresh machine needs nothing else.
+PYTHON=/usr/bin/python3
+[ -x "$PYTHON" ] || PYTHON=python3
+if [ ! -x .venv/bin/python ]; then
+  echo "setup: creating .venv"
+  "$PYTHON" -m venv .venv
+fi
+if ! .venv/bin/python -c "import torch, sys; sys.exit(torch.__version__.split('+')[0] != '$TORCH_VERSION')" 2>/dev/null \
+   || [ ! -x .venv/bin/cmake ] || [ ! -x .venv/bin/lit ]; then
+  echo "setup: installing torch==$TORCH_VERSION, cmake, lit, numpy into .venv"
+  .venv/bin/pip install -q --disable-pip-version-check "torch==$TORCH_VERSION" numpy "cmake>=3.28" lit
+fi
+echo "setup: ready (torch $(.venv/bin/python -c 'import torch; print(torch.__version__)'))"

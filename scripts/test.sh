@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Sets up, builds and runs every test (GoogleTest suites and the lit suite as
+# ctest tests). ctest's summary line closes the output.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+scripts/build.sh
+cd build
+exec ../.venv/bin/ctest --output-on-failure -j "$(nproc)"

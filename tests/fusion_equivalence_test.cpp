@@ -1,0 +1,172 @@
+// The promise: per member, the fused module's forward, gradients and SGD
+// trajectory are those of the member alone, with PyTorch (scripted from
+// Python, trained with torch.optim.SGD) as the oracle.
+#include <gtest/gtest.h>
+
+#include "passes/hfta/hfta.h"
+#include "runtime/sgd.h"
+#include "tests/test_support.h"
+
+namespace hfta {
+namespace {
+
+using testing::allClose;
+using testing::dictAt;
+using testing::tensorAt;
+
+at::Tensor firstOutput(const c10::IValue& out) {
+  return out.isTuple() ? out.toTupleRef().elements()[0].toTensor() : out.toTensor();
+}
+
+at::Tensor summedMemberLoss(const at::Tensor& output, const at::Tensor& target) {
+  // Each member's mean squared error, summed: member b's gradient is its own.
+  return (output - target).pow(2).mean(/*dim=*/{1, 2}).sum();
+}
+
+std::vector<at::Tensor> parametersOf(const torch::jit::Module& m) {
+  std::vector<at::Tensor> params;
+  for (const auto& p : m.parameters()) params.push_back(p);
+  return params;
+}
+
+optim::SGDOptions sgdOptionsFrom(const c10::Dict<c10::IValue, c10::IValue>& ref) {
+  auto values = [&](const char* key) {
+    auto t = tensorAt(ref, key).contiguous();
+    return PerMember(std::vector<double>(t.data_ptr<double>(), t.data_ptr<double>() + t.numel()));
+  };
+  return {values("lr"), values("momentum"), values("dampening"), values("weight_decay"),
+          values("nesterov")};
+}
+
+class FusionEquivalence : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    kind_ = GetParam();
+    ref_ = testing::loadReference(kind_ + "_reference.pt");
+    fused_ = fuse(loadMembers(testing::memberPaths(kind_)));
+  }
+
+  std::string kind_;
+  c10::Dict<c10::IValue, c10::IValue> ref_;
+  FusionResult fused_;
+};
+
+TEST_P(FusionEquivalence, ForwardMatchesEachMember) {
+  const auto x = tensorAt(ref_, "x")[0];  // [B, N, ...]: member b's own batch
+  const auto out = firstOutput(fused_.module.forward({x}));
+  EXPECT_TRUE(allClose(out, tensorAt(ref_, "outputs"), testing::kForwardTolerance));
+}
+
+TEST_P(FusionEquivalence, GradientsOfSummedLossMatchEachMembersOwn) {
+  const auto x = tensorAt(ref_, "x")[0];
+  const auto y = tensorAt(ref_, "y")[0];
+  summedMemberLoss(firstOutput(fused_.module.forward({x})), y).backward();
+  const auto grads = dictAt(ref_, "grads");
+  ASSERT_EQ(grads.size(), fused_.module.named_parameters().size());
+  for (const auto& p : fused_.module.named_parameters()) {
+    ASSERT_TRUE(p.value.grad().defined()) << p.name;
+    EXPECT_TRUE(allClose(p.value.grad(), grads.at(p.name).toTensor(), testing::kGradientTolerance))
+        << p.name;
+  }
+}
+
+TEST_P(FusionEquivalence, TwentySgdStepsWithPerMemberSettingsMatchTrainingAlone) {
+  const auto xs = tensorAt(ref_, "x");
+  const auto ys = tensorAt(ref_, "y");
+  optim::FusedSGD sgd(parametersOf(fused_.module), 3, sgdOptionsFrom(ref_));
+  for (int64_t step = 0; step < xs.size(0); ++step) {
+    sgd.zero_grad();
+    summedMemberLoss(firstOutput(fused_.module.forward({xs[step]})), ys[step]).backward();
+    sgd.step();
+  }
+  const auto trained = dictAt(ref_, "trained");
+  for (const auto& p : fused_.module.named_parameters()) {
+    EXPECT_TRUE(allClose(p.value, trained.at(p.name).toTensor(), testing::kTrainedTolerance)) << p.name;
+  }
+}
+
+TEST_P(FusionEquivalence, SharedInputMatchesEachMemberOnTheSameBatch) {
+  auto members = loadMembers(testing::memberPaths(kind_));
+  auto shared = fuse(members, {/*shared_input=*/true});
+  const auto x = tensorAt(ref_, "x")[0][0];  // one batch, member-shaped
+  const auto out = firstOutput(shared.module.forward({x}));
+  ASSERT_EQ(out.size(0), 3);
+  for (int b = 0; b < 3; ++b) {
+    EXPECT_TRUE(allClose(out[b], firstOutput(members[b].module.forward({x})), testing::kForwardTolerance))
+        << "member " << b;
+  }
+}
+
+TEST_P(FusionEquivalence, StateDictNamesAreTheMembersWithStackedShapes) {
+  auto member = torch::jit::load(testing::memberPaths(kind_)[0]);
+  std::map<std::string, at::Tensor> original;
+  for (const auto& p : member.named_parameters()) original[p.name] = p.value;
+  for (const auto& b : member.named_buffers()) original[b.name] = b.value;
+  size_t seen = 0;
+  for (const auto& p : fused_.module.named_parameters()) {
+    ASSERT_TRUE(original.count(p.name)) << p.name;
+    std::vector<int64_t> expected{3};
+    for (auto s : original[p.name].sizes()) expected.push_back(s);
+    EXPECT_EQ(p.value.sizes().vec(), expected) << p.name;
+    ++seen;
+  }
+  EXPECT_EQ(seen, member.named_parameters().size());
+  EXPECT_EQ(fused_.module.attr("hfta_array_size").toInt(), 3);
+}
+
+INSTANTIATE_TEST_SUITE_P(MlpFamilies, FusionEquivalence, ::testing::Values("mlp", "wide", "fallback"));
+
+TEST(FusionReport, MlpFamiliesFuseWithoutFallbackAndCumsumFallsBack) {
+  for (const std::string kind : {"mlp", "wide"}) {
+    auto fused = fuse(loadMembers(testing::memberPaths(kind)));
+    EXPECT_TRUE(fused.report.fallbacks.empty()) << kind << ":\n" << fused.report.text();
+    EXPECT_FALSE(fused.report.fused.empty());
+  }
+  auto fused = fuse(loadMembers(testing::memberPaths("fallback")));
+  ASSERT_EQ(fused.report.fallbacks.size(), 1u) << fused.report.text();
+  EXPECT_EQ(fused.report.fallbacks[0].node, "aten::cumsum");
+  EXPECT_NE(fused.report.fallbacks[0].detail.find("no fusion rule"), std::string::npos);
+  EXPECT_NE(fused.report.fallbacks[0].source.find("mlp.py:"), std::string::npos);
+}
+
+TEST(DivergingMember, LeavesTheOtherMembersUnchanged) {
+  auto ref = testing::loadReference("mlp_diverging_reference.pt");
+  auto fused = fuse(loadMembers(testing::memberPaths("mlp")));
+  const auto xs = tensorAt(ref, "x");
+  const auto ys = tensorAt(ref, "y");
+  optim::FusedSGD sgd(parametersOf(fused.module), 3, sgdOptionsFrom(ref));
+  for (int64_t step = 0; step < xs.size(0); ++step) {
+    sgd.zero_grad();
+    summedMemberLoss(firstOutput(fused.module.forward({xs[step]})), ys[step]).backward();
+    sgd.step();
+  }
+  const auto trained = dictAt(ref, "trained");
+  for (const auto& p : fused.module.named_parameters()) {
+    const auto expected = trained.at(p.name).toTensor();
+    EXPECT_FALSE(expected[1].isfinite().all().item<bool>()) << "member 1 should diverge alone too";
+    EXPECT_FALSE(p.value[1].isfinite().all().item<bool>()) << p.name;
+    for (int b : {0, 2}) {
+      EXPECT_TRUE(allClose(p.value[b], expected[b], testing::kTrainedTolerance)) << p.name << " member " << b;
+    }
+  }
+}
+
+TEST(Dropout, EachMemberDrawsItsOwnMaskAndEvalTurnsItOff) {
+  // Three identical members (one seed, dropout 0.5) on one shared batch: any
+  // difference between their outputs comes from their dropout masks.
+  auto members = loadMembers(testing::memberPaths("dropout"));
+  auto fused = fuse(members, {/*shared_input=*/true});
+  const auto x = torch::randn({64, 4, 4});
+  fused.module.train();
+  const auto y = fused.module.forward({x}).toTensor();
+  EXPECT_FALSE(at::allclose(y[0], y[1]));
+  EXPECT_FALSE(at::allclose(y[1], y[2]));
+  fused.module.eval();
+  const auto z = fused.module.forward({x}).toTensor();
+  members[0].module.eval();
+  const auto expected = members[0].module.forward({x}).toTensor();
+  for (int b = 0; b < 3; ++b) EXPECT_TRUE(allClose(z[b], expected, testing::kForwardTolerance)) << b;
+}
+
+}  // namespace
+}  // namespace hfta

@@ -1,0 +1,126 @@
+"""Test setup: scripts the members from Python and computes PyTorch's own
+answers (the oracle) for the C++ and lit tests.
+
+Writes into OUT_DIR:
+  <kind>_<b>.pt             members of each model family in examples/mlp.py
+  <kind>_reference.pt       per member: inputs, outputs, gradients, and the
+                            parameters after 20 SGD steps, each member trained
+                            alone with torch.optim.SGD
+  mismatch/*.pt             members that must not fuse, one file per defect
+  not_a_model.pt            a text file with a .pt name
+"""
+import os
+import sys
+
+import torch
+from torch import nn
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples"))
+import mlp  # noqa: E402
+
+MEMBERS = 3
+BATCH = 8
+STEPS = 20
+# Per member: learning rate, momentum, dampening, weight decay, nesterov.
+SGD_SETTINGS = [
+    dict(lr=0.05, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False),
+    dict(lr=0.02, momentum=0.9, dampening=0.0, weight_decay=1e-3, nesterov=True),
+    dict(lr=0.10, momentum=0.5, dampening=0.1, weight_decay=0.0, nesterov=False),
+]
+IN_SHAPES = {"mlp": (4, 4), "wide": (16,), "fallback": (16,)}
+
+
+def loss_of(output, target):
+    """Mean squared error of the first output: what each member minimizes."""
+    if isinstance(output, tuple):
+        output = output[0]
+    return ((output - target) ** 2).mean()
+
+
+def reference(kind, paths, seed, settings, diverge=None):
+    """PyTorch's answers for each member trained alone."""
+    gen = torch.Generator().manual_seed(seed)
+    members = [torch.jit.load(p) for p in paths]
+    classes = members[0](torch.zeros((1,) + IN_SHAPES[kind]))
+    classes = (classes[0] if isinstance(classes, tuple) else classes).shape[-1]
+    xs = torch.randn((STEPS, MEMBERS, BATCH) + IN_SHAPES[kind], generator=gen)
+    ys = torch.randn((STEPS, MEMBERS, BATCH, classes), generator=gen)
+    ref = {"x": xs, "y": ys, "outputs": [], "grads": {}, "trained": {}}
+    for b, model in enumerate(members):
+        model.train()
+        out = model(xs[0, b])
+        out = out if isinstance(out, tuple) else (out,)
+        ref["outputs"].append(out[0].detach())
+        loss_of(out, ys[0, b]).backward()
+        for name, p in model.named_parameters():
+            ref["grads"].setdefault(name, []).append(p.grad.detach().clone())
+        model.zero_grad()
+        opt = torch.optim.SGD(model.parameters(), **settings[b])
+        for step in range(STEPS):
+            opt.zero_grad()
+            loss_of(model(xs[step, b]), ys[step, b]).backward()
+            opt.step()
+        for name, p in model.named_parameters():
+            ref["trained"].setdefault(name, []).append(p.detach().clone())
+    ref["grads"] = {k: torch.stack(v) for k, v in ref["grads"].items()}
+    ref["trained"] = {k: torch.stack(v) for k, v in ref["trained"].items()}
+    # The first output of each member; WideMLP's second one is checked in
+    # the Python test of the fused module.
+    ref["outputs"] = torch.stack(ref["outputs"])
+    for key in ("lr", "momentum", "dampening", "weight_decay"):
+        ref[key] = torch.tensor([s[key] for s in settings], dtype=torch.float64)
+    ref["nesterov"] = torch.tensor([float(s["nesterov"]) for s in settings], dtype=torch.float64)
+    return ref
+
+
+class ScaledMLP(nn.Module):
+    """A non-tensor attribute that differs between members is a mismatch."""
+
+    def __init__(self, scale):
+        super().__init__()
+        self.fc = nn.Linear(16, 4)
+        self.scale: float = scale
+
+    def forward(self, x):
+        return self.fc(x) * self.scale
+
+
+def write_mismatches(out_dir):
+    d = os.path.join(out_dir, "mismatch")
+    os.makedirs(d, exist_ok=True)
+    torch.manual_seed(0)
+    save = lambda m, name: torch.jit.save(torch.jit.script(m), os.path.join(d, name))
+    save(mlp.MLP(), "base.pt")
+    save(mlp.MLP(activation="tanh"), "topology.pt")          # GELU -> Tanh
+    save(mlp.MLP(hidden=64), "shape.pt")                     # 32 -> 64 hidden units
+    save(mlp.MLP().double(), "dtype.pt")                     # float32 -> float64
+    save(mlp.MLP().eval(), "eval_mode.pt")                   # training flag differs
+    save(ScaledMLP(0.5), "scaled_a.pt")
+    save(ScaledMLP(2.0), "scaled_b.pt")                      # non-tensor attribute differs
+    wide = mlp.WideMLP()
+    wide.leaky = nn.LeakyReLU(0.3)                           # a constant differs
+    save(mlp.WideMLP(), "wide_a.pt")
+    save(wide, "wide_b.pt")
+
+
+def main(out_dir):
+    os.makedirs(out_dir, exist_ok=True)
+    for kind in ("mlp", "wide", "fallback"):
+        paths = mlp.save_members(out_dir, kind, MEMBERS)
+        torch.save(reference(kind, paths, seed=1, settings=SGD_SETTINGS),
+                   os.path.join(out_dir, f"{kind}_reference.pt"))
+    # One member diverges (a huge learning rate); the others must not notice.
+    diverging = [dict(s) for s in SGD_SETTINGS]
+    diverging[1] = dict(lr=1e6, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False)
+    torch.save(reference("mlp", mlp.save_members(out_dir, "mlp", MEMBERS), seed=2, settings=diverging),
+               os.path.join(out_dir, "mlp_diverging_reference.pt"))
+    # Three identical members with dropout: their masks must still differ.
+    for b in range(MEMBERS):
+        torch.jit.save(mlp.make_member("mlp", 7, dropout=0.5), os.path.join(out_dir, f"dropout_{b}.pt"))
+    write_mismatches(out_dir)
+    with open(os.path.join(out_dir, "not_a_model.pt"), "w") as f:
+        f.write("this is not a TorchScript archive\n")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

@@ -1,0 +1,62 @@
+// hfta::split gives member b back as a plain module with its current weights.
+#include <gtest/gtest.h>
+
+#include "passes/hfta/hfta.h"
+#include "runtime/sgd.h"
+#include "tests/test_support.h"
+
+namespace hfta {
+namespace {
+
+using testing::allClose;
+
+TEST(Split, EachMemberComesBackAsItWas) {
+  auto paths = testing::memberPaths("wide");
+  auto members = loadMembers(paths);
+  auto fused = fuse(members);
+  const auto x = torch::randn({5, 16});
+  for (int b = 0; b < 3; ++b) {
+    auto member = split(fused.module, b);
+    EXPECT_FALSE(member.hasattr("hfta_array_size"));
+    auto got = member.forward({x}).toTupleRef().elements();
+    auto want = members[b].module.forward({x}).toTupleRef().elements();
+    for (size_t i = 0; i < want.size(); ++i) {
+      EXPECT_TRUE(allClose(got[i].toTensor(), want[i].toTensor(), 1e-6)) << "member " << b;
+    }
+    EXPECT_EQ(member.named_parameters().size(), members[b].module.named_parameters().size());
+  }
+}
+
+TEST(Split, CarriesTheTrainedWeightsAndSurvivesSaveAndLoad) {
+  auto fused = fuse(loadMembers(testing::memberPaths("mlp")));
+  std::vector<at::Tensor> params;
+  for (const auto& p : fused.module.parameters()) params.push_back(p);
+  optim::FusedSGD sgd(params, 3, {{0.1, 0.2, 0.3}});
+  const auto x = torch::randn({3, 8, 4, 4});
+  fused.module.forward({x}).toTensor().pow(2).sum().backward();
+  sgd.step();
+
+  const std::string path = ::testing::TempDir() + "/hfta_split_member.pt";
+  saveModule(split(fused.module, 2), path);
+  auto member = torch::jit::load(path);
+  for (const auto& p : member.named_parameters()) {
+    EXPECT_TRUE(allClose(p.value, fused.module.attr(p.name.substr(0, p.name.find('.')))
+                                      .toModule()
+                                      .attr(p.name.substr(p.name.find('.') + 1))
+                                      .toTensor()[2],
+                         0))
+        << p.name;
+  }
+  EXPECT_TRUE(allClose(member.forward({x[2]}).toTensor(), fused.module.forward({x}).toTensor()[2],
+                       testing::kForwardTolerance));
+}
+
+TEST(Split, RejectsAnIndexOutOfRangeAndAModuleHftaDidNotMake) {
+  auto fused = fuse(loadMembers(testing::memberPaths("mlp")));
+  EXPECT_THROW(split(fused.module, 3), UserError);
+  EXPECT_THROW(split(fused.module, -1), UserError);
+  EXPECT_THROW(split(torch::jit::load(testing::memberPaths("mlp")[0]), 0), UserError);
+}
+
+}  // namespace
+}  // namespace hfta
