@@ -7,13 +7,22 @@
 namespace hfta {
 namespace {
 
-// A loaded module's nodes point at the code TorchScript saved; the range
-// that generated that code is the user's own source.
+// The user's own line for a node: after inlining, the call in the member's
+// forward that led to it (`self.fc1(x)`, not the line inside nn.Linear).
+// A loaded module's ranges point at the code TorchScript saved; the range
+// that generated that code is the user's source.
 std::optional<torch::jit::SourceRange> userRange(const torch::jit::Node* node) {
-  const auto& range = node->sourceRange();
-  if (!range.source()) return std::nullopt;
-  if (auto original = range.findSourceRangeThatGenerated()) return original;
-  return range;
+  std::vector<torch::jit::SourceRange> candidates;
+  if (const auto callstack = node->callstack()) candidates.push_back((*callstack)->source_range());
+  candidates.push_back(node->sourceRange());
+  for (const auto& range : candidates) {
+    if (!range.source()) continue;
+    const auto original = range.findSourceRangeThatGenerated();
+    const auto& user = original ? *original : range;
+    const auto flc = user.file_line_col();
+    if (flc && !std::get<0>(*flc).empty()) return user;
+  }
+  return std::nullopt;
 }
 
 std::string trimmed(std::string s) {

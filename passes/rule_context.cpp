@@ -26,6 +26,16 @@ Value* RuleContext::stackedDim(size_t i) {
   return insert(c10::Symbol::fromQualString("hfta::stacked_dim"), {dim});
 }
 
+Value* RuleContext::stackedDims(size_t i) {
+  Value* dims = uniform(i);
+  if (dims->mustBeNone()) return dims;
+  if (auto constant = torch::jit::constant_as<std::vector<int64_t>>(dims)) {
+    for (auto& d : *constant) d = d >= 0 ? d + 1 : d;
+    return graph().insertConstant(*constant);
+  }
+  return insert(c10::Symbol::fromQualString("hfta::stacked_dims"), {dims});
+}
+
 Value* RuleContext::stackedShape(size_t i) {
   Value* members = graph().insertConstant(std::vector<int64_t>{arraySize()});
   return insert(c10::aten::add, {members, uniform(i)});

@@ -37,6 +37,8 @@ class RuleContext {
   torch::jit::Value* uniform(size_t i) const;
   // Input i is a member dim (a uniform int): the same dim in [B, ...].
   torch::jit::Value* stackedDim(size_t i);
+  // Input i is a list of member dims (uniform ints); None stays None.
+  torch::jit::Value* stackedDims(size_t i);
   // Input i is a member shape (a uniform int list): [B] + shape.
   torch::jit::Value* stackedShape(size_t i);
 

@@ -18,6 +18,11 @@ at::Tensor broadcast_to_members(const at::Tensor& self, int64_t array_size) {
 
 int64_t stacked_dim(int64_t dim) { return dim >= 0 ? dim + 1 : dim; }
 
+std::vector<int64_t> stacked_dims(std::vector<int64_t> dims) {
+  for (auto& d : dims) d = stacked_dim(d);
+  return dims;
+}
+
 std::optional<at::Tensor> member(const std::optional<at::Tensor>& self,
                                  int64_t index) {
   if (!self.has_value() || !self->defined()) return std::nullopt;

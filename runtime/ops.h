@@ -30,6 +30,7 @@ at::Tensor align(const at::Tensor& self, const at::Tensor& other);
 at::Tensor broadcast_to_members(const at::Tensor& self, int64_t array_size);
 // A non-negative member dim moves one to the right; a negative one stays.
 int64_t stacked_dim(int64_t dim);
+std::vector<int64_t> stacked_dims(std::vector<int64_t> dims);
 
 // Used by the per-member fallback for values that are not plain tensors.
 std::optional<at::Tensor> member(const std::optional<at::Tensor>& self,

@@ -11,6 +11,7 @@ TORCH_LIBRARY(hfta, m) {
   m.def("align(Tensor(a) self, Tensor other) -> Tensor(a)");
   m.def("broadcast_to_members(Tensor(a) self, int array_size) -> Tensor(a)");
   m.def("stacked_dim(int dim) -> int", hfta::ops::stacked_dim);
+  m.def("stacked_dims(int[] dims) -> int[]", hfta::ops::stacked_dims);
   m.def("member(Tensor(a)? self, int index) -> Tensor(a)?");
   m.def("member_list(Tensor[] self, int index) -> Tensor[]");
   m.def("stack_members_list(Tensor[][] members) -> Tensor[]");

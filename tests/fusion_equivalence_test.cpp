@@ -11,8 +11,7 @@ namespace hfta {
 namespace {
 
 using testing::allClose;
-using testing::dictAt;
-using testing::tensorAt;
+using testing::Reference;
 
 at::Tensor firstOutput(const c10::IValue& out) {
   return out.isTuple() ? out.toTupleRef().elements()[0].toTensor() : out.toTensor();
@@ -29,9 +28,9 @@ std::vector<at::Tensor> parametersOf(const torch::jit::Module& m) {
   return params;
 }
 
-optim::SGDOptions sgdOptionsFrom(const c10::Dict<c10::IValue, c10::IValue>& ref) {
+optim::SGDOptions sgdOptionsFrom(const Reference& ref) {
   auto values = [&](const char* key) {
-    auto t = tensorAt(ref, key).contiguous();
+    auto t = ref.tensor(key).contiguous();
     return PerMember(std::vector<double>(t.data_ptr<double>(), t.data_ptr<double>() + t.numel()));
   };
   return {values("lr"), values("momentum"), values("dampening"), values("weight_decay"),
@@ -42,53 +41,53 @@ class FusionEquivalence : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
     kind_ = GetParam();
-    ref_ = testing::loadReference(kind_ + "_reference.pt");
+    ref_ = Reference(kind_ + "_reference.pt");
     fused_ = fuse(loadMembers(testing::memberPaths(kind_)));
   }
 
   std::string kind_;
-  c10::Dict<c10::IValue, c10::IValue> ref_;
+  Reference ref_;
   FusionResult fused_;
 };
 
 TEST_P(FusionEquivalence, ForwardMatchesEachMember) {
-  const auto x = tensorAt(ref_, "x")[0];  // [B, N, ...]: member b's own batch
+  const auto x = ref_.tensor("x")[0];  // [B, N, ...]: member b's own batch
   const auto out = firstOutput(fused_.module.forward({x}));
-  EXPECT_TRUE(allClose(out, tensorAt(ref_, "outputs"), testing::kForwardTolerance));
+  EXPECT_TRUE(allClose(out, ref_.tensor("outputs"), testing::kForwardTolerance));
 }
 
 TEST_P(FusionEquivalence, GradientsOfSummedLossMatchEachMembersOwn) {
-  const auto x = tensorAt(ref_, "x")[0];
-  const auto y = tensorAt(ref_, "y")[0];
+  const auto x = ref_.tensor("x")[0];
+  const auto y = ref_.tensor("y")[0];
   summedMemberLoss(firstOutput(fused_.module.forward({x})), y).backward();
-  const auto grads = dictAt(ref_, "grads");
+  const auto grads = ref_.tensors("grads");
   ASSERT_EQ(grads.size(), fused_.module.named_parameters().size());
   for (const auto& p : fused_.module.named_parameters()) {
     ASSERT_TRUE(p.value.grad().defined()) << p.name;
-    EXPECT_TRUE(allClose(p.value.grad(), grads.at(p.name).toTensor(), testing::kGradientTolerance))
+    EXPECT_TRUE(allClose(p.value.grad(), grads.at(p.name), testing::kGradientTolerance))
         << p.name;
   }
 }
 
 TEST_P(FusionEquivalence, TwentySgdStepsWithPerMemberSettingsMatchTrainingAlone) {
-  const auto xs = tensorAt(ref_, "x");
-  const auto ys = tensorAt(ref_, "y");
+  const auto xs = ref_.tensor("x");
+  const auto ys = ref_.tensor("y");
   optim::FusedSGD sgd(parametersOf(fused_.module), 3, sgdOptionsFrom(ref_));
   for (int64_t step = 0; step < xs.size(0); ++step) {
     sgd.zero_grad();
     summedMemberLoss(firstOutput(fused_.module.forward({xs[step]})), ys[step]).backward();
     sgd.step();
   }
-  const auto trained = dictAt(ref_, "trained");
+  const auto trained = ref_.tensors("trained");
   for (const auto& p : fused_.module.named_parameters()) {
-    EXPECT_TRUE(allClose(p.value, trained.at(p.name).toTensor(), testing::kTrainedTolerance)) << p.name;
+    EXPECT_TRUE(allClose(p.value, trained.at(p.name), testing::kTrainedTolerance)) << p.name;
   }
 }
 
 TEST_P(FusionEquivalence, SharedInputMatchesEachMemberOnTheSameBatch) {
   auto members = loadMembers(testing::memberPaths(kind_));
   auto shared = fuse(members, {/*shared_input=*/true});
-  const auto x = tensorAt(ref_, "x")[0][0];  // one batch, member-shaped
+  const auto x = ref_.tensor("x")[0][0];  // one batch, member-shaped
   const auto out = firstOutput(shared.module.forward({x}));
   ASSERT_EQ(out.size(0), 3);
   for (int b = 0; b < 3; ++b) {
@@ -130,19 +129,19 @@ TEST(FusionReport, MlpFamiliesFuseWithoutFallbackAndCumsumFallsBack) {
 }
 
 TEST(DivergingMember, LeavesTheOtherMembersUnchanged) {
-  auto ref = testing::loadReference("mlp_diverging_reference.pt");
+  Reference ref("mlp_diverging_reference.pt");
   auto fused = fuse(loadMembers(testing::memberPaths("mlp")));
-  const auto xs = tensorAt(ref, "x");
-  const auto ys = tensorAt(ref, "y");
+  const auto xs = ref.tensor("x");
+  const auto ys = ref.tensor("y");
   optim::FusedSGD sgd(parametersOf(fused.module), 3, sgdOptionsFrom(ref));
   for (int64_t step = 0; step < xs.size(0); ++step) {
     sgd.zero_grad();
     summedMemberLoss(firstOutput(fused.module.forward({xs[step]})), ys[step]).backward();
     sgd.step();
   }
-  const auto trained = dictAt(ref, "trained");
+  const auto trained = ref.tensors("trained");
   for (const auto& p : fused.module.named_parameters()) {
-    const auto expected = trained.at(p.name).toTensor();
+    const auto expected = trained.at(p.name);
     EXPECT_FALSE(expected[1].isfinite().all().item<bool>()) << "member 1 should diverge alone too";
     EXPECT_FALSE(p.value[1].isfinite().all().item<bool>()) << p.name;
     for (int b : {0, 2}) {

@@ -22,12 +22,13 @@ TEST(HftaLinear, MatchesEachMembersLinearForAnyInputRank) {
     std::vector<int64_t> shape{kMembers};
     shape.insert(shape.end(), member_shape.begin(), member_shape.end());
     const auto x = torch::randn(shape);
-    const auto y = linear(x, w, bias);
+    const auto y = ops::linear(x, w, bias);
     for (int64_t b = 0; b < kMembers; ++b) {
       EXPECT_TRUE(allClose(y[b], torch::nn::functional::linear(x[b], w[b], bias[b]), 1e-6));
     }
     // Backward: each member's weight gradient is its own.
-    const auto weight_grad = torch::autograd::grad({y.sum()}, {w})[0];
+    const auto weight_grad = torch::autograd::grad(torch::autograd::variable_list{y.sum()},
+                                                  torch::autograd::variable_list{w})[0];
     for (int64_t b = 0; b < kMembers; ++b) {
       auto wb = w[b].detach().requires_grad_(true);
       torch::nn::functional::linear(x[b], wb, bias[b].detach()).sum().backward();
@@ -39,7 +40,7 @@ TEST(HftaLinear, MatchesEachMembersLinearForAnyInputRank) {
 TEST(HftaLinear, SharedInputBroadcastsWithoutCopies) {
   const auto w = torch::randn({kMembers, 6, 4});
   const auto x = torch::randn({5, 4});
-  const auto y = linear(x.unsqueeze(0), w, std::nullopt);
+  const auto y = ops::linear(x.unsqueeze(0), w, std::nullopt);
   for (int64_t b = 0; b < kMembers; ++b) {
     EXPECT_TRUE(allClose(y[b], torch::nn::functional::linear(x, w[b]), 1e-6));
   }
@@ -54,7 +55,7 @@ TEST(HftaMatmul, MatchesTorchMatmulPerMemberForVectorsAndMatrices) {
       return torch::randn(s);
     };
     const auto a = stacked(a_shape), b = stacked(b_shape);
-    const auto y = matmul(a, b);
+    const auto y = ops::matmul(a, b);
     for (int64_t m = 0; m < kMembers; ++m) EXPECT_TRUE(allClose(y[m], torch::matmul(a[m], b[m]), 1e-6));
   }
 }
@@ -63,7 +64,7 @@ TEST(HftaAddmm, MatchesTorchAddmmPerMember) {
   const auto bias = torch::randn({kMembers, 3});
   const auto m1 = torch::randn({kMembers, 5, 4});
   const auto m2 = torch::randn({kMembers, 4, 3});
-  const auto y = addmm(bias, m1, m2, 0.5, 2.0);
+  const auto y = ops::addmm(bias, m1, m2, 0.5, 2.0);
   for (int64_t b = 0; b < kMembers; ++b) {
     EXPECT_TRUE(allClose(y[b], torch::addmm(bias[b], m1[b], m2[b], 0.5, 2.0), 1e-6));
   }
@@ -72,9 +73,9 @@ TEST(HftaAddmm, MatchesTorchAddmmPerMember) {
 TEST(HftaAlign, LinesUpMemberDimsForBroadcasting) {
   const auto x = torch::randn({kMembers, 5, 4});
   const auto bias = torch::randn({kMembers, 4});
-  EXPECT_EQ(align(bias, x).sizes().vec(), (std::vector<int64_t>{kMembers, 1, 4}));
-  EXPECT_EQ(align(x, bias).sizes().vec(), x.sizes().vec());
-  const auto sum = align(x, bias) + align(bias, x);
+  EXPECT_EQ(ops::align(bias, x).sizes().vec(), (std::vector<int64_t>{kMembers, 1, 4}));
+  EXPECT_EQ(ops::align(x, bias).sizes().vec(), x.sizes().vec());
+  const auto sum = ops::align(x, bias) + ops::align(bias, x);
   for (int64_t b = 0; b < kMembers; ++b) EXPECT_TRUE(allClose(sum[b], x[b] + bias[b], 0));
   EXPECT_EQ(stacked_dim(0), 1);
   EXPECT_EQ(stacked_dim(-1), -1);

@@ -23,19 +23,22 @@ std::vector<std::string> memberPaths(const std::string& kind, int members) {
   return paths;
 }
 
-c10::Dict<c10::IValue, c10::IValue> loadReference(const std::string& name) {
+Reference::Reference(const std::string& name) {
   std::ifstream in(modelPath(name), std::ios::binary);
   std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  return torch::pickle_load(bytes).toGenericDict();
+  dict_ = torch::jit::pickle_load(bytes);
 }
 
-at::Tensor tensorAt(const c10::Dict<c10::IValue, c10::IValue>& dict, const std::string& key) {
-  return dict.at(key).toTensor();
+at::Tensor Reference::tensor(const std::string& key) const {
+  return dict_.toGenericDict().at(key).toTensor();
 }
 
-c10::Dict<c10::IValue, c10::IValue> dictAt(const c10::Dict<c10::IValue, c10::IValue>& dict,
-                                          const std::string& key) {
-  return dict.at(key).toGenericDict();
+std::map<std::string, at::Tensor> Reference::tensors(const std::string& key) const {
+  std::map<std::string, at::Tensor> out;
+  for (const auto& entry : dict_.toGenericDict().at(key).toGenericDict()) {
+    out[entry.key().toStringRef()] = entry.value().toTensor();
+  }
+  return out;
 }
 
 ::testing::AssertionResult allClose(const at::Tensor& actual, const at::Tensor& expected,

@@ -19,11 +19,18 @@ std::string modelsDir();
 std::string modelPath(const std::string& name);
 std::vector<std::string> memberPaths(const std::string& kind, int members = 3);
 
-// A dict written by torch.save in the test setup.
-c10::Dict<c10::IValue, c10::IValue> loadReference(const std::string& name);
-at::Tensor tensorAt(const c10::Dict<c10::IValue, c10::IValue>& dict, const std::string& key);
-c10::Dict<c10::IValue, c10::IValue> dictAt(const c10::Dict<c10::IValue, c10::IValue>& dict,
-                                          const std::string& key);
+// A dict of PyTorch's answers written by torch.save in the test setup.
+class Reference {
+ public:
+  Reference() = default;
+  explicit Reference(const std::string& name);
+  at::Tensor tensor(const std::string& key) const;
+  // A nested {name: tensor} dict, e.g. the gradients by parameter name.
+  std::map<std::string, at::Tensor> tensors(const std::string& key) const;
+
+ private:
+  c10::IValue dict_;
+};
 
 // gtest assertion: same shape and |a - b| <= tol * (1 + |b|) everywhere.
 ::testing::AssertionResult allClose(const at::Tensor& actual, const at::Tensor& expected,

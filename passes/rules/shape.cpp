@@ -24,6 +24,18 @@ RuleResult fuseWithDims(RuleContext& ctx) {
   return RuleResult::fused();
 }
 
+// A reduction over member dims; over all dims (None) it would mix members.
+RuleResult fuseReduction(RuleContext& ctx) {
+  for (size_t i = 1; i < ctx.node()->inputs().size(); ++i) {
+    if (ctx.kind(i) != ValueKind::Uniform) return RuleResult::decline("an argument differs per member");
+  }
+  if (ctx.input(1).value->mustBeNone()) {
+    return RuleResult::decline("a reduction over all dims would sum across members");
+  }
+  ctx.bindOutputsByType(ctx.insertCopy({{0, ctx.array(0)}, {1, ctx.stackedDims(1)}}));
+  return RuleResult::fused();
+}
+
 RuleResult fuseWithShape(RuleContext& ctx) {
   if (ctx.kind(1) != ValueKind::Uniform) return RuleResult::decline("the shape differs per member");
   ctx.bindOutputsByType(ctx.insertCopy({{0, ctx.array(0)}, {1, ctx.stackedShape(1)}}));
@@ -81,6 +93,8 @@ std::vector<RuleEntry> shapeRules() {
       {"aten::softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor", kFamily, fuseWithDims<1>},
       {"aten::log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor", kFamily, fuseWithDims<1>},
       {"aten::contiguous(Tensor(a) self, *, MemoryFormat memory_format=0) -> Tensor(a)", kFamily, fuseWithDims<>},
+      {"aten::sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor", kFamily, fuseReduction},
+      {"aten::mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor", kFamily, fuseReduction},
       {"aten::view(Tensor(a) self, SymInt[] size) -> Tensor(a)", kFamily, fuseWithShape},
       {"aten::reshape(Tensor(a) self, SymInt[] shape) -> Tensor(a)", kFamily, fuseWithShape},
       {"aten::size.int(Tensor self, int dim) -> int", kFamily, fuseSizeOfDim},
