@@ -4,8 +4,7 @@ import os
 import lit.formats
 
 config.name = "hfta"
-# bash runs RUN lines: pipes, $? and test(1) work as in a shell.
-config.test_format = lit.formats.ShTest(execute_external=True)
+config.test_format = lit.formats.ShTest(execute_external=False)
 config.suffixes = [".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(os.path.dirname(config.hfta_tools_dir), "lit")

@@ -47,7 +47,13 @@ bool containsTensor(const c10::TypePtr& type) {
 GraphFuser::GraphFuser(Graph& fused, int64_t array_size, FusionReport& report)
     : graph_(fused), array_size_(array_size), report_(report) {}
 
-void GraphFuser::bind(const Value* tmpl, FusedValue fused) { env_[tmpl] = fused; }
+void GraphFuser::bind(const Value* tmpl, FusedValue fused) {
+  // Keep the member's value names: the fused IR then reads like the original.
+  if (!fused.value->hasDebugName() && tmpl->hasDebugName()) {
+    fused.value->setDebugName(tmpl->debugNameBase());
+  }
+  env_[tmpl] = fused;
+}
 
 const FusedValue& GraphFuser::lookup(const Value* tmpl) const {
   auto it = env_.find(tmpl);

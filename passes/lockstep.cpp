@@ -26,6 +26,12 @@ std::string ivalueText(const c10::IValue& v) {
     return fmt::format("a {} tensor of shape [{}]", c10::toString(t.scalar_type()),
                        fmt::join(t.sizes(), ", "));
   }
+  if (v.isDouble()) {
+    // Python's spelling: 0.1, 2.0 (not 0.10000000000000001, 2).
+    std::string text = fmt::format("{}", v.toDouble());
+    if (text.find_first_of(".eni") == std::string::npos) text += ".0";
+    return text;
+  }
   return fmt::format("{}", fmt::streamed(v));
 }
 
@@ -37,6 +43,22 @@ bool ivaluesEqual(const c10::IValue& a, const c10::IValue& b) {
   }
   return a == b;
 }
+
+bool isConstant(const Value* v) { return v->node()->kind() == c10::prim::Constant; }
+
+// Constants are compared where they are used, by value: where the compiler
+// placed them does not matter, and the message can name what they steer.
+std::optional<std::string> constantDifference(const Value* tmpl, const Value* member) {
+  if (!isConstant(member)) return "a constant in one and a computed value in the other";
+  const auto tv = torch::jit::toIValue(tmpl);
+  const auto mv = torch::jit::toIValue(member);
+  if (tv.has_value() != mv.has_value() || (tv && !ivaluesEqual(*tv, *mv))) {
+    return fmt::format("{} in one and {} in the other", tv ? ivalueText(*tv) : "None",
+                       mv ? ivalueText(*mv) : "None");
+  }
+  return std::nullopt;
+}
+
 
 // A node attribute (not a constant's value) as text, for comparison.
 std::string attributeText(const Node* n, torch::jit::Symbol name) {
@@ -79,8 +101,17 @@ class GraphLockstep {
   }
 
   bool sameSource(size_t b, const Value* tmpl, const Value* member) {
+    if (isConstant(tmpl)) return !constantDifference(tmpl, member);
     auto it = to_template_[b].find(member);
     return it != to_template_[b].end() && it->second == tmpl;
+  }
+
+  static auto withoutConstants(const Block* block) {
+    std::vector<const Node*> nodes;
+    for (const Node* n : block->nodes()) {
+      if (n->kind() != c10::prim::Constant) nodes.push_back(n);
+    }
+    return nodes;
   }
 
   void verifyBlock(size_t b, const Block* tmpl, const Block* member) {
@@ -101,13 +132,13 @@ class GraphLockstep {
       }
     }
     mapValues(b, tmpl->inputs(), member->inputs());
-    auto t = tmpl->nodes().begin(), m = member->nodes().begin();
-    for (; t != tmpl->nodes().end() && m != member->nodes().end(); ++t, ++m) {
-      verifyNode(b, *t, *m);
-    }
-    if (t != tmpl->nodes().end() || m != member->nodes().end()) {
-      mismatch(b, t != tmpl->nodes().end() ? *t : nullptr,
-               m != member->nodes().end() ? *m : nullptr,
+    const auto tmpl_nodes = withoutConstants(tmpl);
+    const auto member_nodes = withoutConstants(member);
+    const size_t common = std::min(tmpl_nodes.size(), member_nodes.size());
+    for (size_t i = 0; i < common; ++i) verifyNode(b, tmpl_nodes[i], member_nodes[i]);
+    if (tmpl_nodes.size() != member_nodes.size()) {
+      mismatch(b, common < tmpl_nodes.size() ? tmpl_nodes[common] : nullptr,
+               common < member_nodes.size() ? member_nodes[common] : nullptr,
                "one graph has more operations than the other");
     }
     for (size_t i = 0; i < tmpl->outputs().size(); ++i) {
@@ -129,36 +160,32 @@ class GraphLockstep {
       mismatch(b, t, m, "the operations take different numbers of inputs");
     }
     for (size_t i = 0; i < t->inputs().size(); ++i) {
-      if (!sameSource(b, t->input(i), m->input(i))) {
+      if (isConstant(t->input(i))) {
+        if (auto difference = constantDifference(t->input(i), m->input(i))) {
+          mismatch(b, t, m, fmt::format("argument {} is {}", i, *difference));
+        }
+      } else if (!sameSource(b, t->input(i), m->input(i))) {
         mismatch(b, t, m, fmt::format("input {} of the operation comes from a different place", i));
       }
     }
-    if (t->kind() == c10::prim::Constant) {
-      const auto tv = torch::jit::toIValue(t->output());
-      const auto mv = torch::jit::toIValue(m->output());
-      if (tv.has_value() != mv.has_value() || (tv && !ivaluesEqual(*tv, *mv))) {
+    if (t->attributeNames().size() != m->attributeNames().size()) {
+      mismatch(b, t, m, "the operations have different attributes");
+    }
+    for (auto name : t->attributeNames()) {
+      if (!m->hasAttribute(name) || attributeText(t, name) != attributeText(m, name)) {
         mismatch(b, t, m,
-                 fmt::format("a constant is {} in one and {} in the other",
-                             tv ? ivalueText(*tv) : "None", mv ? ivalueText(*mv) : "None"));
-      }
-    } else {
-      auto names = t->attributeNames();
-      if (names.size() != m->attributeNames().size()) {
-        mismatch(b, t, m, "the operations have different attributes");
-      }
-      for (auto name : names) {
-        if (!m->hasAttribute(name) || attributeText(t, name) != attributeText(m, name)) {
-          mismatch(b, t, m,
-                   fmt::format("attribute `{}` is {} in one and {} in the other",
-                               name.toUnqualString(), attributeText(t, name),
-                               m->hasAttribute(name) ? attributeText(m, name) : "missing"));
-        }
+                 fmt::format("attribute `{}` is {} in one and {} in the other",
+                             name.toUnqualString(), attributeText(t, name),
+                             m->hasAttribute(name) ? attributeText(m, name) : "missing"));
       }
     }
     if (t->outputs().size() != m->outputs().size()) {
       mismatch(b, t, m, "the operations have different numbers of results");
     }
     for (size_t i = 0; i < t->outputs().size(); ++i) {
+      // Submodule classes may differ by name as long as what they do (the
+      // inlined nodes compared next) is the same.
+      if (auto cls = t->output(i)->type()->cast<c10::ClassType>(); cls && cls->is_module()) continue;
       const auto tt = demangledTypeName(t->output(i)->type());
       const auto mt = demangledTypeName(m->output(i)->type());
       if (tt != mt) {

@@ -47,12 +47,18 @@ const std::unordered_map<std::string, RuleEntry>& table() {
 
 }  // namespace
 
+// By full schema first; prim nodes (some have a schema, some not) also by kind.
 const RuleEntry* findRule(const torch::jit::Node* node) {
-  const auto* schema = node->maybeSchema();
-  const auto key = schema ? toString(*schema) : std::string(node->kind().toQualString());
   const auto& rules = table();
-  auto it = rules.find(key);
-  return it == rules.end() ? nullptr : &it->second;
+  if (const auto* schema = node->maybeSchema()) {
+    auto it = rules.find(toString(*schema));
+    if (it != rules.end()) return &it->second;
+  }
+  if (node->kind().is_prim()) {
+    auto it = rules.find(node->kind().toQualString());
+    if (it != rules.end()) return &it->second;
+  }
+  return nullptr;
 }
 
 }  // namespace hfta
