@@ -93,11 +93,12 @@ def make_member(kind, seed, **kwargs):
     return torch.jit.script(MODELS[kind](**kwargs))
 
 
-def save_members(out_dir, kind="mlp", members=3, first_seed=0, **kwargs):
+def save_members(out_dir, kind="mlp", members=3, first_seed=0, prefix=None, **kwargs):
+    """Writes OUT_DIR/<prefix or kind>_<b>.pt, member b seeded first_seed + b."""
     os.makedirs(out_dir, exist_ok=True)
     paths = []
     for b in range(members):
-        path = os.path.join(out_dir, f"{kind}_{b}.pt")
+        path = os.path.join(out_dir, f"{prefix or kind}_{b}.pt")
         torch.jit.save(make_member(kind, first_seed + b, **kwargs), path)
         paths.append(path)
     return paths

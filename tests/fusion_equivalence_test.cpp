@@ -113,7 +113,9 @@ TEST_P(FusionEquivalence, StateDictNamesAreTheMembersWithStackedShapes) {
   EXPECT_EQ(fused_.module.attr("hfta_array_size").toInt(), 3);
 }
 
-INSTANTIATE_TEST_SUITE_P(MlpFamilies, FusionEquivalence, ::testing::Values("mlp", "wide", "fallback"));
+// Each family with two sets of member seeds (and data seeds).
+INSTANTIATE_TEST_SUITE_P(MlpFamilies, FusionEquivalence,
+                         ::testing::Values("mlp", "mlp_seed10", "wide", "wide_seed20", "fallback"));
 
 TEST(FusionReport, MlpFamiliesFuseWithoutFallbackAndCumsumFallsBack) {
   for (const std::string kind : {"mlp", "wide"}) {

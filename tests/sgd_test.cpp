@@ -4,63 +4,10 @@
 #include <torch/torch.h>
 
 #include "runtime/sgd.h"
-#include "tests/test_support.h"
+#include "tests/sgd_comparison.h"
 
-namespace hfta::optim {
+namespace hfta::optim::testing {
 namespace {
-
-using testing::allClose;
-
-constexpr int64_t kMembers = 4;
-constexpr int kSteps = 20;
-
-struct Case {
-  std::vector<double> lr, momentum, dampening, weight_decay;
-  std::vector<bool> nesterov;
-};
-
-Case perMemberCase() {
-  return {{0.1, 0.05, 0.01, 0.2}, {0.0, 0.9, 0.5, 0.9}, {0.0, 0.0, 0.3, 0.0},
-          {0.0, 1e-2, 0.0, 1e-3}, {false, true, false, false}};
-}
-
-// Runs kSteps on stacked params with FusedSGD and on per-member copies with
-// torch::optim::SGD; gradients come from `grad_for(step)`.
-void compareWithTorchOptim(const Case& c, const torch::Device& device,
-                           const std::function<at::Tensor(int, const at::Tensor&)>& grad_for = {}) {
-  torch::manual_seed(3);
-  std::vector<at::Tensor> stacked{torch::randn({kMembers, 7, 5}), torch::randn({kMembers, 5})};
-  std::vector<std::vector<at::Tensor>> alone(kMembers);
-  std::vector<std::unique_ptr<torch::optim::SGD>> torch_optims;
-  for (int64_t b = 0; b < kMembers; ++b) {
-    for (const auto& p : stacked) alone[b].push_back(p[b].clone().requires_grad_(true));
-    torch_optims.push_back(std::make_unique<torch::optim::SGD>(
-        alone[b], torch::optim::SGDOptions(c.lr[b])
-                      .momentum(c.momentum[b])
-                      .dampening(c.dampening[b])
-                      .weight_decay(c.weight_decay[b])
-                      .nesterov(c.nesterov[b])));
-  }
-  for (auto& p : stacked) p = p.to(device).requires_grad_(true);
-  std::vector<double> nesterov(c.nesterov.begin(), c.nesterov.end());
-  FusedSGD fused(stacked, kMembers, {c.lr, c.momentum, c.dampening, c.weight_decay, nesterov});
-  for (int step = 0; step < kSteps; ++step) {
-    for (size_t i = 0; i < stacked.size(); ++i) {
-      auto grad = torch::randn(stacked[i].sizes());
-      if (grad_for) grad = grad_for(step, grad);
-      stacked[i].mutable_grad() = grad.to(device);
-      for (int64_t b = 0; b < kMembers; ++b) alone[b][i].mutable_grad() = grad[b].clone();
-    }
-    fused.step();
-    for (auto& o : torch_optims) o->step();
-  }
-  for (size_t i = 0; i < stacked.size(); ++i) {
-    for (int64_t b = 0; b < kMembers; ++b) {
-      if (!alone[b][i].isfinite().all().item<bool>()) continue;  // compared by the caller
-      EXPECT_TRUE(allClose(stacked[i][b].cpu(), alone[b][i], 1e-6)) << "param " << i << " member " << b;
-    }
-  }
-}
 
 TEST(FusedSGD, MatchesSeparateTorchOptimizersWithPerMemberHyperParameters) {
   compareWithTorchOptim(perMemberCase(), torch::kCPU);
@@ -103,10 +50,5 @@ TEST(FusedSGD, RejectsAWrongNumberOfValuesAndBadSettings) {
   EXPECT_THROW(FusedSGD({p}, kMembers, {-0.1}), std::invalid_argument);
 }
 
-TEST(FusedSGD, CudaKernelMatchesSeparateTorchOptimizers) {
-  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device on this machine";
-  compareWithTorchOptim(perMemberCase(), torch::kCUDA);
-}
-
 }  // namespace
-}  // namespace hfta::optim
+}  // namespace hfta::optim::testing

@@ -105,10 +105,14 @@ def write_mismatches(out_dir):
 
 def main(out_dir):
     os.makedirs(out_dir, exist_ok=True)
-    for kind in ("mlp", "wide", "fallback"):
-        paths = mlp.save_members(out_dir, kind, MEMBERS)
-        torch.save(reference(kind, paths, seed=1, settings=SGD_SETTINGS),
-                   os.path.join(out_dir, f"{kind}_reference.pt"))
+    # (file prefix, model family, first member seed, data seed): two seed
+    # sets for each fused family.
+    for prefix, kind, first_seed, data_seed in [("mlp", "mlp", 0, 1), ("mlp_seed10", "mlp", 10, 11),
+                                                ("wide", "wide", 0, 1), ("wide_seed20", "wide", 20, 21),
+                                                ("fallback", "fallback", 0, 1)]:
+        paths = mlp.save_members(out_dir, kind, MEMBERS, first_seed=first_seed, prefix=prefix)
+        torch.save(reference(kind, paths, seed=data_seed, settings=SGD_SETTINGS),
+                   os.path.join(out_dir, f"{prefix}_reference.pt"))
     # One member diverges (a huge learning rate); the others must not notice.
     diverging = [dict(s) for s in SGD_SETTINGS]
     diverging[1] = dict(lr=1e6, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False)
