@@ -5,11 +5,11 @@ namespace hfta {
 using torch::jit::Node;
 using torch::jit::Value;
 
-bool RuleContext::anyInputIs(ValueKind kind) const {
-  for (size_t i = 0; i < node_->inputs().size(); ++i) {
-    if (input(i).kind == kind) return true;
+bool RuleContext::uniformFrom(size_t first) const {
+  for (size_t i = first; i < node_->inputs().size(); ++i) {
+    if (input(i).kind != ValueKind::Uniform) return false;
   }
-  return false;
+  return true;
 }
 
 Value* RuleContext::uniform(size_t i) const {

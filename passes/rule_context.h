@@ -30,7 +30,8 @@ class RuleContext {
 
   const FusedValue& input(size_t i) const { return fuser_.lookup(node_->input(i)); }
   ValueKind kind(size_t i) const { return input(i).kind; }
-  bool anyInputIs(ValueKind kind) const;
+  // True if inputs first, first + 1, ... are all uniform.
+  bool uniformFrom(size_t first) const;
 
   torch::jit::Value* array(size_t i) { return fuser_.toArray(input(i)); }
   torch::jit::Value* arrayOrBroadcast(size_t i) { return fuser_.toArrayOrBroadcast(input(i)); }

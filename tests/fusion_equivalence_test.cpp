@@ -37,6 +37,19 @@ optim::SGDOptions sgdOptionsFrom(const Reference& ref) {
           values("nesterov")};
 }
 
+// Trains the fused module on the reference's batches with FusedSGD set up
+// from the reference's per-member settings.
+void trainFused(torch::jit::Module& fused, const Reference& ref) {
+  const auto xs = ref.tensor("x");
+  const auto ys = ref.tensor("y");
+  optim::FusedSGD sgd(parametersOf(fused), xs.size(1), sgdOptionsFrom(ref));
+  for (int64_t step = 0; step < xs.size(0); ++step) {
+    sgd.zero_grad();
+    summedMemberLoss(firstOutput(fused.forward({xs[step]})), ys[step]).backward();
+    sgd.step();
+  }
+}
+
 class FusionEquivalence : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
@@ -70,14 +83,7 @@ TEST_P(FusionEquivalence, GradientsOfSummedLossMatchEachMembersOwn) {
 }
 
 TEST_P(FusionEquivalence, TwentySgdStepsWithPerMemberSettingsMatchTrainingAlone) {
-  const auto xs = ref_.tensor("x");
-  const auto ys = ref_.tensor("y");
-  optim::FusedSGD sgd(parametersOf(fused_.module), 3, sgdOptionsFrom(ref_));
-  for (int64_t step = 0; step < xs.size(0); ++step) {
-    sgd.zero_grad();
-    summedMemberLoss(firstOutput(fused_.module.forward({xs[step]})), ys[step]).backward();
-    sgd.step();
-  }
+  trainFused(fused_.module, ref_);
   const auto trained = ref_.tensors("trained");
   for (const auto& p : fused_.module.named_parameters()) {
     EXPECT_TRUE(allClose(p.value, trained.at(p.name), testing::kTrainedTolerance)) << p.name;
@@ -133,14 +139,7 @@ TEST(FusionReport, MlpFamiliesFuseWithoutFallbackAndCumsumFallsBack) {
 TEST(DivergingMember, LeavesTheOtherMembersUnchanged) {
   Reference ref("mlp_diverging_reference.pt");
   auto fused = fuse(loadMembers(testing::memberPaths("mlp")));
-  const auto xs = ref.tensor("x");
-  const auto ys = ref.tensor("y");
-  optim::FusedSGD sgd(parametersOf(fused.module), 3, sgdOptionsFrom(ref));
-  for (int64_t step = 0; step < xs.size(0); ++step) {
-    sgd.zero_grad();
-    summedMemberLoss(firstOutput(fused.module.forward({xs[step]})), ys[step]).backward();
-    sgd.step();
-  }
+  trainFused(fused.module, ref);
   const auto trained = ref.tensors("trained");
   for (const auto& p : fused.module.named_parameters()) {
     const auto expected = trained.at(p.name);

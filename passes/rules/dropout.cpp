@@ -7,9 +7,7 @@ namespace hfta {
 namespace {
 
 RuleResult fuseDropout(RuleContext& ctx) {
-  if (ctx.kind(1) != ValueKind::Uniform || ctx.kind(2) != ValueKind::Uniform) {
-    return RuleResult::decline("the dropout probability or mode differs per member");
-  }
+  if (!ctx.uniformFrom(1)) return RuleResult::decline("the dropout probability or mode differs per member");
   ctx.bindOutputsByType(ctx.insertCopy({{0, ctx.array(0)}}));
   return RuleResult::fused();
 }

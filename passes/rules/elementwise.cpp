@@ -15,19 +15,13 @@ const c10::Symbol kAlign = c10::Symbol::fromQualString("hfta::align");
 
 // Input 0 is the per-member tensor; every other input is a uniform scalar.
 RuleResult fuseUnary(RuleContext& ctx) {
-  for (size_t i = 1; i < ctx.node()->inputs().size(); ++i) {
-    if (ctx.kind(i) != ValueKind::Uniform) {
-      return RuleResult::decline("a scalar argument differs per member");
-    }
-  }
+  if (!ctx.uniformFrom(1)) return RuleResult::decline("a scalar argument differs per member");
   ctx.bindOutputsByType(ctx.insertCopy({{0, ctx.array(0)}}));
   return RuleResult::fused();
 }
 
 RuleResult fuseBinary(RuleContext& ctx) {
-  for (size_t i = 2; i < ctx.node()->inputs().size(); ++i) {
-    if (ctx.kind(i) != ValueKind::Uniform) return RuleResult::decline("a scalar argument differs per member");
-  }
+  if (!ctx.uniformFrom(2)) return RuleResult::decline("a scalar argument differs per member");
   auto* a = ctx.arrayOrBroadcast(0);
   auto* b = ctx.arrayOrBroadcast(1);
   auto* aligned_a = ctx.insert(kAlign, {a, b});
@@ -41,9 +35,7 @@ RuleResult fuseBinaryInPlace(RuleContext& ctx) {
   if (ctx.kind(0) != ValueKind::Array) {
     return RuleResult::decline("writes per-member values into a tensor all members share");
   }
-  for (size_t i = 2; i < ctx.node()->inputs().size(); ++i) {
-    if (ctx.kind(i) != ValueKind::Uniform) return RuleResult::decline("a scalar argument differs per member");
-  }
+  if (!ctx.uniformFrom(2)) return RuleResult::decline("a scalar argument differs per member");
   auto* self = ctx.array(0);
   auto* other = ctx.insert(kAlign, {ctx.arrayOrBroadcast(1), self});
   ctx.bindOutputsByType(ctx.insertCopy({{0, self}, {1, other}}));

@@ -15,9 +15,7 @@ namespace {
 // input must be uniform.
 template <size_t... DimArgs>
 RuleResult fuseWithDims(RuleContext& ctx) {
-  for (size_t i = 1; i < ctx.node()->inputs().size(); ++i) {
-    if (ctx.kind(i) != ValueKind::Uniform) return RuleResult::decline("an argument differs per member");
-  }
+  if (!ctx.uniformFrom(1)) return RuleResult::decline("an argument differs per member");
   std::unordered_map<size_t, torch::jit::Value*> replaced{{0, ctx.array(0)}};
   ((replaced[DimArgs] = ctx.stackedDim(DimArgs)), ...);
   ctx.bindOutputsByType(ctx.insertCopy(replaced));
@@ -26,9 +24,7 @@ RuleResult fuseWithDims(RuleContext& ctx) {
 
 // A reduction over member dims; over all dims (None) it would mix members.
 RuleResult fuseReduction(RuleContext& ctx) {
-  for (size_t i = 1; i < ctx.node()->inputs().size(); ++i) {
-    if (ctx.kind(i) != ValueKind::Uniform) return RuleResult::decline("an argument differs per member");
-  }
+  if (!ctx.uniformFrom(1)) return RuleResult::decline("an argument differs per member");
   if (ctx.input(1).value->mustBeNone()) {
     return RuleResult::decline("a reduction over all dims would sum across members");
   }
