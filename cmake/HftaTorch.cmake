@@ -12,13 +12,28 @@ string(REPLACE "\n" ";" _hfta_torch_info "${_hfta_torch_info}")
 list(GET _hfta_torch_info 0 _hfta_torch_prefix)
 list(GET _hfta_torch_info 1 HFTA_TORCH_VERSION)
 list(APPEND CMAKE_PREFIX_PATH "${_hfta_torch_prefix}")
-if(NOT HFTA_WITH_CUDA)
-  # A CUDA build of torch must not go looking for a toolkit we do not have.
-  set(CAFFE2_USE_CUDNN OFF)
+if(HFTA_WITH_CUDA)
+  # Torch reads its own arch list; keep it in step with CMAKE_CUDA_ARCHITECTURES.
+  set(TORCH_CUDA_ARCH_LIST "8.0;9.0")
+  find_package(Torch REQUIRED)
+else()
+  # The wheel is a CUDA build, and its CMake config stops when it finds no
+  # CUDA toolkit. Without one, link the wheel's libraries directly; their
+  # CUDA dependencies come from the wheel's own nvidia packages at run time.
+  # (This is the one place where how LibTorch is found differs.)
+  get_filename_component(_hfta_torch_root "${_hfta_torch_prefix}/../.." ABSOLUTE)
+  execute_process(
+    COMMAND ${Python3_EXECUTABLE} -c "import torch; print(int(torch._C._GLIBCXX_USE_CXX11_ABI))"
+    OUTPUT_VARIABLE _hfta_torch_abi OUTPUT_STRIP_TRAILING_WHITESPACE)
+  add_library(hfta_libtorch INTERFACE)
+  target_include_directories(hfta_libtorch SYSTEM INTERFACE
+    ${_hfta_torch_root}/include ${_hfta_torch_root}/include/torch/csrc/api/include)
+  target_link_libraries(hfta_libtorch INTERFACE
+    ${_hfta_torch_root}/lib/libtorch.so ${_hfta_torch_root}/lib/libtorch_cpu.so
+    ${_hfta_torch_root}/lib/libc10.so)
+  target_compile_definitions(hfta_libtorch INTERFACE _GLIBCXX_USE_CXX11_ABI=${_hfta_torch_abi})
+  set(TORCH_LIBRARIES hfta_libtorch)
 endif()
-# Torch reads its own arch list; keep it in step with CMAKE_CUDA_ARCHITECTURES.
-set(TORCH_CUDA_ARCH_LIST "8.0;9.0")
-find_package(Torch REQUIRED)
 message(STATUS "hfta: LibTorch ${HFTA_TORCH_VERSION} from ${_hfta_torch_prefix}")
 
 # LibTorch's headers dominate compile time on a two-core machine; every
