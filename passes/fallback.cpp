@@ -68,6 +68,22 @@ FusedValue combine(Graph& g, const std::vector<Value*>& members, const c10::Type
   return {g.insertNode(g.createList(type, members))->output(), ValueKind::PerMember};
 }
 
+// Inside a cloned block, a read of a stacked parameter or buffer gives all
+// B members: narrow it to member b right where it is read.
+void narrowAttributeReads(torch::jit::Block* block, int64_t b) {
+  for (Node* inner : block->nodes()) {
+    for (auto* nested : inner->blocks()) narrowAttributeReads(nested, b);
+    if (inner->kind() != c10::prim::GetAttr || !isTensorLike(inner->output()->type())) continue;
+    Graph& g = *inner->owningGraph();
+    torch::jit::WithInsertPoint after(inner->next());
+    Value* stacked = inner->output();
+    Value* member = stacked->type()->kind() == c10::TypeKind::TensorType
+                        ? g.insert(c10::aten::select, {stacked, 0, b})
+                        : g.insert(c10::Symbol::fromQualString("hfta::member"), {stacked, b});
+    stacked->replaceAllUsesAfterNodeWith(member->node(), member);
+  }
+}
+
 }  // namespace
 
 void runPerMember(GraphFuser& fuser, Node* node) {
@@ -82,6 +98,7 @@ void runPerMember(GraphFuser& fuser, Node* node) {
       return slices[v] = fuser.memberValue(fuser.lookup(v), b);
     };
     Node* copy = g.insertNode(g.createClone(node, member_of));
+    for (auto* block : copy->blocks()) narrowAttributeReads(block, b);
     for (size_t i = 0; i < node->outputs().size(); ++i) outputs[i].push_back(copy->output(i));
   }
   for (size_t i = 0; i < node->outputs().size(); ++i) {

@@ -16,6 +16,9 @@ using torch::jit::Block;
 using torch::jit::Node;
 using torch::jit::Value;
 
+// aten::warn's id is a per-compilation counter, not part of the program.
+const c10::Symbol kWarnId = c10::Symbol::attr("warn_id");
+
 constexpr const char* kSameCodeHint =
     "Models fused together must come from the same code and configuration; "
     "fuse only members of one sweep";
@@ -172,6 +175,7 @@ class GraphLockstep {
       mismatch(b, t, m, "the operations have different attributes");
     }
     for (auto name : t->attributeNames()) {
+      if (name == kWarnId) continue;
       if (!m->hasAttribute(name) || attributeText(t, name) != attributeText(m, name)) {
         mismatch(b, t, m,
                  fmt::format("attribute `{}` is {} in one and {} in the other",

@@ -74,7 +74,9 @@ Module mirror(const std::vector<Module>& level, const std::shared_ptr<torch::jit
       out.register_attribute(name, type, make_tensor(tensors, is_parameter), is_parameter,
                              src_type->is_buffer(slot));
     } else {
-      if (containsTensor(type)) {
+      // None in an Optional[Tensor] slot (a conv without bias) is the same in
+      // every member (lockstep matching checked it).
+      if (containsTensor(type) && !value.isNone()) {
         throw UserError(fmt::format(
             "attribute `{}` of {} holds tensors inside a {}; hfta fuses tensor attributes, "
             "parameters and buffers only. Store the tensors as separate buffers.",

@@ -20,6 +20,26 @@ at::Tensor matmul(const at::Tensor& self, const at::Tensor& other);
 at::Tensor addmm(const at::Tensor& self, const at::Tensor& mat1,
                  const at::Tensor& mat2, const at::Scalar& beta,
                  const at::Scalar& alpha);
+// Convolution per member: input [B|1, N, C, *] (or unbatched [B|1, C, *]),
+// weight [B, out, in/groups, k...], bias [B, out]. One grouped convolution
+// (groups * B) on [N, B*C, *]; a shared input with groups == 1 runs as one
+// dense convolution with B*out channels.
+at::Tensor conv(const at::Tensor& input, const at::Tensor& weight,
+                const std::optional<at::Tensor>& bias, at::IntArrayRef stride,
+                at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups);
+// The same with padding "same" or "valid".
+at::Tensor conv_padding(const at::Tensor& input, const at::Tensor& weight,
+                        const std::optional<at::Tensor>& bias, at::IntArrayRef stride,
+                        c10::string_view padding, at::IntArrayRef dilation, int64_t groups);
+// Batch norm per member: input [B, N, C, *]; weight, bias and the running
+// statistics [B, C] (updated in place, each member its own slice).
+at::Tensor batch_norm(const at::Tensor& input, const std::optional<at::Tensor>& weight,
+                      const std::optional<at::Tensor>& bias,
+                      const std::optional<at::Tensor>& running_mean,
+                      const std::optional<at::Tensor>& running_var, bool training,
+                      double momentum, double eps, bool cudnn_enabled);
+// PReLU with each member's own slopes: weight [B, C] or [B, 1].
+at::Tensor prelu(const at::Tensor& self, const at::Tensor& weight);
 // Tensor.t() per member (a view).
 at::Tensor t(const at::Tensor& self);
 

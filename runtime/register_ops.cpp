@@ -8,6 +8,10 @@ TORCH_LIBRARY(hfta, m) {
   m.def("matmul(Tensor self, Tensor other) -> Tensor");
   m.def("addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor");
   m.def("t(Tensor(a) self) -> Tensor(a)");
+  m.def("conv(Tensor input, Tensor weight, Tensor? bias, int[] stride, int[] padding, int[] dilation, int groups) -> Tensor");
+  m.def("conv_padding(Tensor input, Tensor weight, Tensor? bias, int[] stride, str padding, int[] dilation, int groups) -> Tensor");
+  m.def("batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!)? running_mean, Tensor(b!)? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor");
+  m.def("prelu(Tensor self, Tensor weight) -> Tensor");
   m.def("align(Tensor(a) self, Tensor other) -> Tensor(a)");
   m.def("broadcast_to_members(Tensor(a) self, int array_size) -> Tensor(a)");
   m.def("stacked_dim(int dim) -> int", hfta::ops::stacked_dim);
@@ -23,6 +27,10 @@ TORCH_LIBRARY_IMPL(hfta, CompositeImplicitAutograd, m) {
   m.impl("matmul", hfta::ops::matmul);
   m.impl("addmm", hfta::ops::addmm);
   m.impl("t", hfta::ops::t);
+  m.impl("conv", hfta::ops::conv);
+  m.impl("conv_padding", hfta::ops::conv_padding);
+  m.impl("batch_norm", hfta::ops::batch_norm);
+  m.impl("prelu", hfta::ops::prelu);
   m.impl("align", hfta::ops::align);
   m.impl("broadcast_to_members", hfta::ops::broadcast_to_members);
   m.impl("member", hfta::ops::member);

@@ -88,6 +88,18 @@ TEST_P(FusionEquivalence, TwentySgdStepsWithPerMemberSettingsMatchTrainingAlone)
   for (const auto& p : fused_.module.named_parameters()) {
     EXPECT_TRUE(allClose(p.value, trained.at(p.name), testing::kTrainedTolerance)) << p.name;
   }
+  // Batch-norm statistics: each member's running mean, variance and
+  // num_batches_tracked are its own, as after training alone.
+  const auto buffers = ref_.tensors("buffers");
+  ASSERT_EQ(buffers.size(), fused_.module.named_buffers().size());
+  for (const auto& b : fused_.module.named_buffers()) {
+    EXPECT_TRUE(allClose(b.value, buffers.at(b.name), testing::kTrainedTolerance)) << b.name;
+  }
+  // And in eval mode the trained members answer as they would alone.
+  fused_.module.eval();
+  torch::NoGradGuard no_grad;
+  const auto out = firstOutput(fused_.module.forward({ref_.tensor("x")[0]}));
+  EXPECT_TRUE(allClose(out, ref_.tensor("eval_outputs"), testing::kTrainedTolerance));
 }
 
 TEST_P(FusionEquivalence, SharedInputMatchesEachMemberOnTheSameBatch) {
@@ -121,7 +133,8 @@ TEST_P(FusionEquivalence, StateDictNamesAreTheMembersWithStackedShapes) {
 
 // Each family with two sets of member seeds (and data seeds).
 INSTANTIATE_TEST_SUITE_P(MlpFamilies, FusionEquivalence,
-                         ::testing::Values("mlp", "mlp_seed10", "wide", "wide_seed20", "fallback"));
+                         ::testing::Values("mlp", "mlp_seed10", "wide", "wide_seed20", "fallback",
+                                           "lenet", "resblock", "resblock_seed30", "pointnet"));
 
 TEST(FusionReport, MlpFamiliesFuseWithoutFallbackAndCumsumFallsBack) {
   for (const std::string kind : {"mlp", "wide"}) {

@@ -69,6 +69,12 @@ std::vector<RuleEntry> elementwiseRules() {
       {"aten::softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor", kFamily, fuseUnary},
       {"aten::elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor", kFamily, fuseUnary},
       {"aten::elu_(Tensor(a!) self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor(a!)", kFamily, fuseUnaryInPlace},
+      {"aten::relu6(Tensor self) -> Tensor", kFamily, fuseUnary},
+      {"aten::relu6_(Tensor(a!) self) -> Tensor(a!)", kFamily, fuseUnaryInPlace},
+      {"aten::hardswish(Tensor self) -> Tensor", kFamily, fuseUnary},
+      {"aten::hardswish_(Tensor(a!) self) -> Tensor(a!)", kFamily, fuseUnaryInPlace},
+      {"aten::hardsigmoid(Tensor self) -> Tensor", kFamily, fuseUnary},
+      {"aten::hardsigmoid_(Tensor(a!) self) -> Tensor(a!)", kFamily, fuseUnaryInPlace},
       {"aten::hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor", kFamily, fuseUnary},
       {"aten::hardtanh_(Tensor(a!) self, Scalar min_val=-1, Scalar max_val=1) -> Tensor(a!)", kFamily, fuseUnaryInPlace},
       // Arithmetic with a scalar.

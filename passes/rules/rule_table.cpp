@@ -14,8 +14,8 @@ namespace {
 
 std::vector<RuleEntry> allRules() {
   std::vector<RuleEntry> all;
-  for (auto family : {linearRules, elementwiseRules, dropoutRules, shapeRules, containerRules,
-                      controlFlowRules}) {
+  for (auto family : {linearRules, convRules, normRules, poolRules, elementwiseRules, dropoutRules,
+                      shapeRules, containerRules, controlFlowRules}) {
     auto rules = family();
     all.insert(all.end(), rules.begin(), rules.end());
   }

@@ -22,6 +22,9 @@ std::vector<RuleEntry> dropoutRules();
 std::vector<RuleEntry> shapeRules();
 std::vector<RuleEntry> containerRules();
 std::vector<RuleEntry> controlFlowRules();
+std::vector<RuleEntry> convRules();
+std::vector<RuleEntry> normRules();
+std::vector<RuleEntry> poolRules();
 
 // The rule for `node`, matched by its full schema, or nullptr.
 const RuleEntry* findRule(const torch::jit::Node* node);

@@ -25,8 +25,9 @@ RuleResult fuseWithDims(RuleContext& ctx) {
 // A reduction over member dims; over all dims (None) it would mix members.
 RuleResult fuseReduction(RuleContext& ctx) {
   if (!ctx.uniformFrom(1)) return RuleResult::decline("an argument differs per member");
-  if (ctx.input(1).value->mustBeNone()) {
-    return RuleResult::decline("a reduction over all dims would sum across members");
+  const auto dims = torch::jit::constant_as<std::vector<int64_t>>(ctx.input(1).value);
+  if (ctx.input(1).value->mustBeNone() || (dims && dims->empty())) {
+    return RuleResult::decline("a reduction over all dims would reduce across members");
   }
   ctx.bindOutputsByType(ctx.insertCopy({{0, ctx.array(0)}, {1, ctx.stackedDims(1)}}));
   return RuleResult::fused();
@@ -91,6 +92,8 @@ std::vector<RuleEntry> shapeRules() {
       {"aten::contiguous(Tensor(a) self, *, MemoryFormat memory_format=0) -> Tensor(a)", kFamily, fuseWithDims<>},
       {"aten::sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor", kFamily, fuseReduction},
       {"aten::mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor", kFamily, fuseReduction},
+      {"aten::amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor", kFamily, fuseReduction},
+      {"aten::max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)", kFamily, fuseWithDims<1>},
       {"aten::view(Tensor(a) self, SymInt[] size) -> Tensor(a)", kFamily, fuseWithShape},
       {"aten::reshape(Tensor(a) self, SymInt[] shape) -> Tensor(a)", kFamily, fuseWithShape},
       {"aten::size.int(Tensor self, int dim) -> int", kFamily, fuseSizeOfDim},

@@ -17,6 +17,7 @@ from torch import nn
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples"))
 import mlp  # noqa: E402
+import cnn  # noqa: E402  (registers the CNN families with mlp.MODELS)
 
 MEMBERS = 3
 BATCH = 8
@@ -27,7 +28,7 @@ SGD_SETTINGS = [
     dict(lr=0.02, momentum=0.9, dampening=0.0, weight_decay=1e-3, nesterov=True),
     dict(lr=0.10, momentum=0.5, dampening=0.1, weight_decay=0.0, nesterov=False),
 ]
-IN_SHAPES = {"mlp": (4, 4), "wide": (16,), "fallback": (16,)}
+IN_SHAPES = {"mlp": (4, 4), "wide": (16,), "fallback": (16,), **cnn.INPUT_SHAPES}
 
 
 def loss_of(output, target):
@@ -45,7 +46,8 @@ def reference(kind, paths, seed, settings, diverge=None):
     classes = (classes[0] if isinstance(classes, tuple) else classes).shape[-1]
     xs = torch.randn((STEPS, MEMBERS, BATCH) + IN_SHAPES[kind], generator=gen)
     ys = torch.randn((STEPS, MEMBERS, BATCH, classes), generator=gen)
-    ref = {"x": xs, "y": ys, "outputs": [], "grads": {}, "trained": {}}
+    ref = {"x": xs, "y": ys, "outputs": [], "grads": {}, "trained": {}, "buffers": {},
+           "eval_outputs": []}
     for b, model in enumerate(members):
         model.train()
         out = model(xs[0, b])
@@ -54,7 +56,9 @@ def reference(kind, paths, seed, settings, diverge=None):
         loss_of(out, ys[0, b]).backward()
         for name, p in model.named_parameters():
             ref["grads"].setdefault(name, []).append(p.grad.detach().clone())
-        model.zero_grad()
+        # Train a fresh copy: that forward moved batch-norm statistics.
+        model = torch.jit.load(paths[b])
+        model.train()
         opt = torch.optim.SGD(model.parameters(), **settings[b])
         for step in range(STEPS):
             opt.zero_grad()
@@ -62,8 +66,16 @@ def reference(kind, paths, seed, settings, diverge=None):
             opt.step()
         for name, p in model.named_parameters():
             ref["trained"].setdefault(name, []).append(p.detach().clone())
+        for name, buf in model.named_buffers():
+            ref["buffers"].setdefault(name, []).append(buf.detach().clone())
+        model.eval()
+        with torch.no_grad():
+            out = model(xs[0, b])
+        ref["eval_outputs"].append((out[0] if isinstance(out, tuple) else out).detach())
     ref["grads"] = {k: torch.stack(v) for k, v in ref["grads"].items()}
     ref["trained"] = {k: torch.stack(v) for k, v in ref["trained"].items()}
+    ref["buffers"] = {k: torch.stack(v) for k, v in ref["buffers"].items()}
+    ref["eval_outputs"] = torch.stack(ref["eval_outputs"])
     # The first output of each member; WideMLP's second one is checked in
     # the Python test of the fused module.
     ref["outputs"] = torch.stack(ref["outputs"])
@@ -109,7 +121,9 @@ def main(out_dir):
     # sets for each fused family.
     for prefix, kind, first_seed, data_seed in [("mlp", "mlp", 0, 1), ("mlp_seed10", "mlp", 10, 11),
                                                 ("wide", "wide", 0, 1), ("wide_seed20", "wide", 20, 21),
-                                                ("fallback", "fallback", 0, 1)]:
+                                                ("fallback", "fallback", 0, 1), ("lenet", "lenet", 0, 1),
+                                                ("resblock", "resblock", 0, 1), ("resblock_seed30", "resblock", 30, 31),
+                                                ("pointnet", "pointnet", 0, 1)]:
         paths = mlp.save_members(out_dir, kind, MEMBERS, first_seed=first_seed, prefix=prefix)
         torch.save(reference(kind, paths, seed=data_seed, settings=SGD_SETTINGS),
                    os.path.join(out_dir, f"{prefix}_reference.pt"))
