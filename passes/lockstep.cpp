@@ -92,10 +92,21 @@ class GraphLockstep {
   }
 
  private:
+  // A list or tuple built for an op (conv2d's stride) is named by that op.
+  static std::string consumer(const Node* n) {
+    if (n == nullptr || (n->kind() != c10::prim::ListConstruct && n->kind() != c10::prim::TupleConstruct) ||
+        n->output()->uses().empty()) {
+      return "";
+    }
+    const auto& use = n->output()->uses()[0];
+    return fmt::format(" (in the list passed as argument {} of `{}`)", use.offset,
+                       use.user->kind().toQualString());
+  }
+
   [[noreturn]] void mismatch(size_t b, const Node* t, const Node* m, const std::string& what) {
     throw UserError(fmt::format(
-        "{} does not match {}: {}. {} has {}; {} has {}. {}.", members_[b].name,
-        members_[0].name, what, members_[0].name, t ? describeNode(t) : "no further node",
+        "{} does not match {}: {}{}. {} has {}; {} has {}. {}.", members_[b].name,
+        members_[0].name, what, consumer(t), members_[0].name, t ? describeNode(t) : "no further node",
         members_[b].name, m ? describeNode(m) : "no further node", kSameCodeHint));
   }
 

@@ -58,6 +58,32 @@ TEST(Lockstep, DifferentConstantsNameTheNodeAndBothValues) {
                            "mlp.py:"});
 }
 
+// Convolution and batch-norm settings are constants in the members' code:
+// the message names the layer's line and both values.
+TEST(Lockstep, DifferentConvolutionStrideNamesTheLineAndBothValues) {
+  expectContains(fuseError({"mismatch/lenet.pt", "mismatch/lenet_stride.pt"}),
+                 {"argument 0 is 1 in one and 2 in the other (in the list passed as argument 3 of `aten::conv2d`)",
+                  "cnn.py:"});
+}
+
+TEST(Lockstep, DifferentConvolutionPaddingNamesTheLayerAndBothValues) {
+  // nn.Conv2d keeps its padding as an attribute too: that is compared first.
+  expectContains(fuseError({"mismatch/lenet.pt", "mismatch/lenet_padding.pt"}),
+                 {"`conv2._reversed_padding_repeated_twice` is [0, 0, 0, 0] in one and [1, 1, 1, 1] in the other"});
+}
+
+TEST(Lockstep, DifferentKernelSizesNameTheWeightAndBothShapes) {
+  expectContains(fuseError({"mismatch/lenet.pt", "mismatch/lenet_kernel.pt"}),
+                 {"`conv2.weight`", "[16, 6, 5, 5]", "[16, 6, 3, 3]"});
+}
+
+TEST(Lockstep, DifferentBatchNormEpsAndMomentumNameTheLineAndBothValues) {
+  expectContains(fuseError({"mismatch/lenet.pt", "mismatch/lenet_eps.pt"}),
+                 {"1e-05 in one and 0.001 in the other", "cnn.py:"});
+  expectContains(fuseError({"mismatch/lenet.pt", "mismatch/lenet_momentum.pt"}),
+                 {"0.1 in one and 0.3 in the other", "cnn.py:"});
+}
+
 TEST(Lockstep, MembersScriptedSeparatelyFromOneClassMatchDespiteNameMangling) {
   // mlp_0..2 were scripted one after another in one process: their classes
   // carry different mangled names.

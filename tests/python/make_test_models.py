@@ -115,6 +115,25 @@ def write_mismatches(out_dir):
     save(wide, "wide_b.pt")
 
 
+def write_conv_mismatches(out_dir):
+    """Convolution and batch-norm settings that differ between members."""
+    d = os.path.join(out_dir, "mismatch")
+    save = lambda m, name: torch.jit.save(torch.jit.script(m), os.path.join(d, name))
+    torch.manual_seed(0)
+    save(cnn.LeNet(), "lenet.pt")
+    variants = {
+        "lenet_stride.pt": ("conv2", nn.Conv2d(6, 16, 5, stride=2)),
+        "lenet_padding.pt": ("conv2", nn.Conv2d(6, 16, 5, padding=1)),
+        "lenet_kernel.pt": ("conv2", nn.Conv2d(6, 16, 3)),
+        "lenet_eps.pt": ("bn1", nn.BatchNorm2d(6, eps=1e-3)),
+        "lenet_momentum.pt": ("bn1", nn.BatchNorm2d(6, momentum=0.3)),
+    }
+    for name, (attr, layer) in variants.items():
+        model = cnn.LeNet()
+        setattr(model, attr, layer)
+        save(model, name)
+
+
 def main(out_dir):
     os.makedirs(out_dir, exist_ok=True)
     # (file prefix, model family, first member seed, data seed): two seed
@@ -136,6 +155,7 @@ def main(out_dir):
     for b in range(MEMBERS):
         torch.jit.save(mlp.make_member("mlp", 7, dropout=0.5), os.path.join(out_dir, f"dropout_{b}.pt"))
     write_mismatches(out_dir)
+    write_conv_mismatches(out_dir)
     with open(os.path.join(out_dir, "not_a_model.pt"), "w") as f:
         f.write("this is not a TorchScript archive\n")
 
