@@ -1,8 +1,10 @@
-// Per-step training time of B fused MLPs against the same B MLPs stepped one
-// after another, measured side by side: the two are timed in alternating
-// rounds so that machine noise hits both alike, and the medians are compared.
+// Per-step training time of B fused members against the same B members
+// stepped one after another, measured side by side: the two are timed in
+// alternating rounds so that machine noise hits both alike, and the medians
+// are compared.
 //
-//   mlp_step MEMBER.pt... [--batch N] [--rounds R] [--threads T]
+//   mlp_step MEMBER.pt... [--batch N] [--input-shape 4,4] [--classes 10]
+//            [--rounds R] [--threads T]
 // Each step: forward, the members' summed MSE losses, backward, SGD step
 // (hfta::optim::FusedSGD for the fused module, torch::optim::SGD per member).
 #include <torch/torch.h>
@@ -35,12 +37,16 @@ std::vector<at::Tensor> parametersOf(const torch::jit::Module& m) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"Per-step time: B fused MLPs vs B separate ones, side by side", "mlp_step"};
+  CLI::App app{"Per-step time: B fused members vs B separate ones, side by side", "mlp_step"};
+  std::vector<int64_t> input_shape{4, 4};
+  int64_t classes = 10;
   std::vector<std::string> paths;
   int64_t batch = 32;
   int rounds = 30, steps_per_round = 10, threads = 1;
   app.add_option("members", paths)->required();
   app.add_option("--batch", batch);
+  app.add_option("--input-shape", input_shape, "one sample's shape, e.g. 1,16,16")->delimiter(',');
+  app.add_option("--classes", classes, "size of each member's output");
   app.add_option("--rounds", rounds);
   app.add_option("--threads", threads, "intra-op threads (1: the per-operator overhead regime)");
   CLI11_PARSE(app, argc, argv);
@@ -53,8 +59,10 @@ int main(int argc, char** argv) {
   std::vector<torch::optim::SGD> separate_sgd;
   for (auto& m : members) separate_sgd.emplace_back(parametersOf(m.module), torch::optim::SGDOptions(0.01));
 
-  const auto x = torch::randn({array_size, batch, 4, 4});
-  const auto y = torch::randn({array_size, batch, 10});
+  std::vector<int64_t> x_shape{array_size, batch};
+  x_shape.insert(x_shape.end(), input_shape.begin(), input_shape.end());
+  const auto x = torch::randn(x_shape);
+  const auto y = torch::randn({array_size, batch, classes});
   auto fused_step = [&] {
     fused_sgd.zero_grad();
     (fused.forward({x}).toTensor() - y).pow(2).mean(/*dim=*/{1, 2}).sum().backward();
