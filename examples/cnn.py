@@ -4,8 +4,6 @@ pooling and the activations CNNs use, at sizes that keep the tests fast.
 `python examples/cnn.py OUT_DIR --kind lenet --members 3` writes
 OUT_DIR/lenet_{b}.pt, one TorchScript file per member.
 """
-import argparse
-
 import torch
 from torch import nn
 import torch.nn.functional as F
@@ -81,11 +79,4 @@ INPUT_SHAPES = {"lenet": (1, 16, 16), "resblock": (3, 8, 8), "pointnet": (3, 32)
 mlp.MODELS.update(MODELS)
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("out_dir")
-    parser.add_argument("--kind", choices=sorted(MODELS), default="lenet")
-    parser.add_argument("--members", type=int, default=3)
-    parser.add_argument("--first-seed", type=int, default=0)
-    args = parser.parse_args()
-    for p in mlp.save_members(args.out_dir, args.kind, args.members, args.first_seed):
-        print(p)
+    mlp.main(__doc__, MODELS, "lenet")

@@ -104,12 +104,17 @@ def save_members(out_dir, kind="mlp", members=3, first_seed=0, prefix=None, **kw
     return paths
 
 
-if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__)
+def main(description, kinds, default_kind):
+    """Command line: write --members scripted members of --kind to OUT_DIR."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("out_dir")
-    parser.add_argument("--kind", choices=sorted(MODELS), default="mlp")
+    parser.add_argument("--kind", choices=sorted(kinds), default=default_kind)
     parser.add_argument("--members", type=int, default=3)
     parser.add_argument("--first-seed", type=int, default=0)
     args = parser.parse_args()
     for p in save_members(args.out_dir, args.kind, args.members, args.first_seed):
         print(p)
+
+
+if __name__ == "__main__":
+    main(__doc__, MODELS, "mlp")

@@ -13,13 +13,6 @@ namespace {
 
 const c10::Symbol kAlign = c10::Symbol::fromQualString("hfta::align");
 
-// Input 0 is the per-member tensor; every other input is a uniform scalar.
-RuleResult fuseUnary(RuleContext& ctx) {
-  if (!ctx.uniformFrom(1)) return RuleResult::decline("a scalar argument differs per member");
-  ctx.bindOutputsByType(ctx.insertCopy({{0, ctx.array(0)}}));
-  return RuleResult::fused();
-}
-
 RuleResult fuseBinary(RuleContext& ctx) {
   if (!ctx.uniformFrom(2)) return RuleResult::decline("a scalar argument differs per member");
   auto* a = ctx.arrayOrBroadcast(0);
@@ -42,52 +35,58 @@ RuleResult fuseBinaryInPlace(RuleContext& ctx) {
   return RuleResult::fused();
 }
 
-RuleResult fuseUnaryInPlace(RuleContext& ctx) {
+}  // namespace
+
+RuleResult fusePerElement(RuleContext& ctx) {
+  if (!ctx.uniformFrom(1)) return RuleResult::decline("a scalar argument differs per member");
+  ctx.bindOutputsByType(ctx.insertCopy({{0, ctx.array(0)}}));
+  return RuleResult::fused();
+}
+
+RuleResult fusePerElementInPlace(RuleContext& ctx) {
   if (ctx.kind(0) != ValueKind::Array) {
     return RuleResult::decline("writes per-member values into a tensor all members share");
   }
-  return fuseUnary(ctx);
+  return fusePerElement(ctx);
 }
-
-}  // namespace
 
 std::vector<RuleEntry> elementwiseRules() {
   constexpr const char* kFamily = "elementwise";
   return {
       // Activations.
-      {"aten::relu(Tensor self) -> Tensor", kFamily, fuseUnary},
-      {"aten::relu_(Tensor(a!) self) -> Tensor(a!)", kFamily, fuseUnaryInPlace},
-      {"aten::gelu(Tensor self, *, str approximate=\"none\") -> Tensor", kFamily, fuseUnary},
-      {"aten::tanh(Tensor self) -> Tensor", kFamily, fuseUnary},
-      {"aten::tanh_(Tensor(a!) self) -> Tensor(a!)", kFamily, fuseUnaryInPlace},
-      {"aten::sigmoid(Tensor self) -> Tensor", kFamily, fuseUnary},
-      {"aten::sigmoid_(Tensor(a!) self) -> Tensor(a!)", kFamily, fuseUnaryInPlace},
-      {"aten::silu(Tensor self) -> Tensor", kFamily, fuseUnary},
-      {"aten::silu_(Tensor(a!) self) -> Tensor(a!)", kFamily, fuseUnaryInPlace},
-      {"aten::leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor", kFamily, fuseUnary},
-      {"aten::leaky_relu_(Tensor(a!) self, Scalar negative_slope=0.01) -> Tensor(a!)", kFamily, fuseUnaryInPlace},
-      {"aten::softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor", kFamily, fuseUnary},
-      {"aten::elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor", kFamily, fuseUnary},
-      {"aten::elu_(Tensor(a!) self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor(a!)", kFamily, fuseUnaryInPlace},
-      {"aten::relu6(Tensor self) -> Tensor", kFamily, fuseUnary},
-      {"aten::relu6_(Tensor(a!) self) -> Tensor(a!)", kFamily, fuseUnaryInPlace},
-      {"aten::hardswish(Tensor self) -> Tensor", kFamily, fuseUnary},
-      {"aten::hardswish_(Tensor(a!) self) -> Tensor(a!)", kFamily, fuseUnaryInPlace},
-      {"aten::hardsigmoid(Tensor self) -> Tensor", kFamily, fuseUnary},
-      {"aten::hardsigmoid_(Tensor(a!) self) -> Tensor(a!)", kFamily, fuseUnaryInPlace},
-      {"aten::hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor", kFamily, fuseUnary},
-      {"aten::hardtanh_(Tensor(a!) self, Scalar min_val=-1, Scalar max_val=1) -> Tensor(a!)", kFamily, fuseUnaryInPlace},
+      {"aten::relu(Tensor self) -> Tensor", kFamily, fusePerElement},
+      {"aten::relu_(Tensor(a!) self) -> Tensor(a!)", kFamily, fusePerElementInPlace},
+      {"aten::gelu(Tensor self, *, str approximate=\"none\") -> Tensor", kFamily, fusePerElement},
+      {"aten::tanh(Tensor self) -> Tensor", kFamily, fusePerElement},
+      {"aten::tanh_(Tensor(a!) self) -> Tensor(a!)", kFamily, fusePerElementInPlace},
+      {"aten::sigmoid(Tensor self) -> Tensor", kFamily, fusePerElement},
+      {"aten::sigmoid_(Tensor(a!) self) -> Tensor(a!)", kFamily, fusePerElementInPlace},
+      {"aten::silu(Tensor self) -> Tensor", kFamily, fusePerElement},
+      {"aten::silu_(Tensor(a!) self) -> Tensor(a!)", kFamily, fusePerElementInPlace},
+      {"aten::leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor", kFamily, fusePerElement},
+      {"aten::leaky_relu_(Tensor(a!) self, Scalar negative_slope=0.01) -> Tensor(a!)", kFamily, fusePerElementInPlace},
+      {"aten::softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor", kFamily, fusePerElement},
+      {"aten::elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor", kFamily, fusePerElement},
+      {"aten::elu_(Tensor(a!) self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor(a!)", kFamily, fusePerElementInPlace},
+      {"aten::relu6(Tensor self) -> Tensor", kFamily, fusePerElement},
+      {"aten::relu6_(Tensor(a!) self) -> Tensor(a!)", kFamily, fusePerElementInPlace},
+      {"aten::hardswish(Tensor self) -> Tensor", kFamily, fusePerElement},
+      {"aten::hardswish_(Tensor(a!) self) -> Tensor(a!)", kFamily, fusePerElementInPlace},
+      {"aten::hardsigmoid(Tensor self) -> Tensor", kFamily, fusePerElement},
+      {"aten::hardsigmoid_(Tensor(a!) self) -> Tensor(a!)", kFamily, fusePerElementInPlace},
+      {"aten::hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor", kFamily, fusePerElement},
+      {"aten::hardtanh_(Tensor(a!) self, Scalar min_val=-1, Scalar max_val=1) -> Tensor(a!)", kFamily, fusePerElementInPlace},
       // Arithmetic with a scalar.
-      {"aten::add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor", kFamily, fuseUnary},
-      {"aten::sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor", kFamily, fuseUnary},
-      {"aten::rsub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor", kFamily, fuseUnary},
-      {"aten::mul.Scalar(Tensor self, Scalar other) -> Tensor", kFamily, fuseUnary},
-      {"aten::div.Scalar(Tensor self, Scalar other) -> Tensor", kFamily, fuseUnary},
-      {"aten::pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor", kFamily, fuseUnary},
-      {"aten::neg(Tensor self) -> Tensor", kFamily, fuseUnary},
-      {"aten::exp(Tensor self) -> Tensor", kFamily, fuseUnary},
-      {"aten::add_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)", kFamily, fuseUnaryInPlace},
-      {"aten::mul_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)", kFamily, fuseUnaryInPlace},
+      {"aten::add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor", kFamily, fusePerElement},
+      {"aten::sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor", kFamily, fusePerElement},
+      {"aten::rsub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor", kFamily, fusePerElement},
+      {"aten::mul.Scalar(Tensor self, Scalar other) -> Tensor", kFamily, fusePerElement},
+      {"aten::div.Scalar(Tensor self, Scalar other) -> Tensor", kFamily, fusePerElement},
+      {"aten::pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor", kFamily, fusePerElement},
+      {"aten::neg(Tensor self) -> Tensor", kFamily, fusePerElement},
+      {"aten::exp(Tensor self) -> Tensor", kFamily, fusePerElement},
+      {"aten::add_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)", kFamily, fusePerElementInPlace},
+      {"aten::mul_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)", kFamily, fusePerElementInPlace},
       // Arithmetic between tensors.
       {"aten::add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor", kFamily, fuseBinary},
       {"aten::sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor", kFamily, fuseBinary},

@@ -26,6 +26,13 @@ std::vector<RuleEntry> convRules();
 std::vector<RuleEntry> normRules();
 std::vector<RuleEntry> poolRules();
 
+// Shared building blocks (rules/elementwise.cpp): input 0 is the per-member
+// tensor (a uniform one is broadcast to B members), every other input a
+// uniform scalar; the op runs once on the [B, ...] array. The in-place form
+// also requires input 0 to be per-member already.
+RuleResult fusePerElement(RuleContext& ctx);
+RuleResult fusePerElementInPlace(RuleContext& ctx);
+
 // The rule for `node`, matched by its full schema, or nullptr.
 const RuleEntry* findRule(const torch::jit::Node* node);
 
