@@ -92,9 +92,12 @@ bool GraphFuser::isUniform(const Node* node) const {
   return true;
 }
 
+Node* GraphFuser::insertAsIs(Node* node) {
+  return graph_.insertNode(graph_.createClone(node, [&](Value* v) { return lookup(v).value; }));
+}
+
 void GraphFuser::copyUniform(Node* node) {
-  Node* copy = graph_.insertNode(
-      graph_.createClone(node, [&](Value* v) { return lookup(v).value; }));
+  Node* copy = insertAsIs(node);
   for (size_t i = 0; i < node->outputs().size(); ++i) {
     // An empty tensor list is vacuously an array; binding it as one lets
     // members append their own tensors to it.
@@ -107,8 +110,7 @@ void GraphFuser::fuseNode(Node* node) {
   if (node->kind() == c10::prim::GetAttr) {
     // Tensor attributes of a fused module are stacked; the rest are equal
     // in every member (checked by lockstep matching).
-    Node* copy = graph_.insertNode(
-        graph_.createClone(node, [&](Value* v) { return lookup(v).value; }));
+    Node* copy = insertAsIs(node);
     bind(node->output(), {copy->output(), isTensorLike(node->output()->type())
                                               ? ValueKind::Array
                                               : ValueKind::Uniform});

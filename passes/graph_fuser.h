@@ -61,6 +61,8 @@ class GraphFuser {
  private:
   void fuseNode(torch::jit::Node* node);
   bool isUniform(const torch::jit::Node* node) const;
+  // A copy of `node` reading the fused values of its inputs, inserted.
+  torch::jit::Node* insertAsIs(torch::jit::Node* node);
   void copyUniform(torch::jit::Node* node);
 
   torch::jit::Graph& graph_;
