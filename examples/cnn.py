@@ -73,9 +73,24 @@ class PointNetLike(nn.Module):
         return self.fc(x)
 
 
-MODELS = {"lenet": LeNet, "resblock": ResBlockNet, "pointnet": PointNetLike}
+class TinyGenerator(nn.Module):
+    """A DCGAN-style generator: transposed convolutions with batch norm and
+    ReLU from a [8, 1, 1] code to a 1x16x16 image, flattened."""
+
+    def __init__(self, code=8, width=8):
+        super().__init__()
+        self.net = nn.Sequential(
+            nn.ConvTranspose2d(code, 2 * width, 4, 1, 0, bias=False), nn.BatchNorm2d(2 * width), nn.ReLU(True),
+            nn.ConvTranspose2d(2 * width, width, 4, 2, 1, bias=False), nn.BatchNorm2d(width), nn.ReLU(True),
+            nn.ConvTranspose2d(width, 1, 4, 2, 1, groups=1), nn.Tanh())
+
+    def forward(self, z):
+        return torch.flatten(self.net(z), 1)
+
+
+MODELS = {"lenet": LeNet, "resblock": ResBlockNet, "pointnet": PointNetLike, "generator": TinyGenerator}
 # One member's input shape (without the batch dim), for tests and tools.
-INPUT_SHAPES = {"lenet": (1, 16, 16), "resblock": (3, 8, 8), "pointnet": (3, 32)}
+INPUT_SHAPES = {"lenet": (1, 16, 16), "resblock": (3, 8, 8), "pointnet": (3, 32), "generator": (8, 1, 1)}
 mlp.MODELS.update(MODELS)
 
 if __name__ == "__main__":

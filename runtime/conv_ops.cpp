@@ -30,12 +30,14 @@ at::Tensor expandMembers(const at::Tensor& t, int64_t members) {
   return t.expand(sizes);
 }
 
-// Runs `conv(folded input, [B*Cout, Cin/g, k...] weight, flat bias, groups)`
-// for a member-leading input; a shared input with groups == 1 runs as one
-// dense convolution with B*Cout output channels and is never copied.
+// Runs `conv(folded input, weight with members flattened into dim 0, flat
+// bias, groups)` for a member-leading input. For a (non-transposed)
+// convolution, a shared input with groups == 1 runs as one dense
+// convolution with B*Cout output channels and is never copied.
 template <typename ConvFn>
 at::Tensor convolveMembers(const at::Tensor& input, const at::Tensor& weight,
-                           const std::optional<at::Tensor>& bias, int64_t groups, ConvFn conv) {
+                           const std::optional<at::Tensor>& bias, int64_t groups, ConvFn conv,
+                           bool transposed = false) {
   TORCH_CHECK(weight.dim() >= 4, "hfta::conv: weight must be [B, out, in/groups, k...], got ",
               weight.sizes());
   const int64_t members = weight.size(0);
@@ -47,7 +49,7 @@ at::Tensor convolveMembers(const at::Tensor& input, const at::Tensor& weight,
   const auto w = weight.flatten(0, 1);
   const auto b = flattened(bias);
   at::Tensor y;
-  if (x.size(0) == 1 && groups == 1) {
+  if (x.size(0) == 1 && groups == 1 && !transposed) {
     y = conv(x.select(0, 0), w, b, 1);
   } else {
     y = conv(foldChannels(expandMembers(x, members)), w, b, groups * members);
@@ -80,6 +82,21 @@ at::Tensor conv_padding(const at::Tensor& input, const at::Tensor& weight,
                                       ? at::conv1d(x, w, b, stride, padding, dilation, g)
                                       : at::conv2d(x, w, b, stride, padding, dilation, g);
                          });
+}
+
+at::Tensor conv_transpose(const at::Tensor& input, const at::Tensor& weight,
+                          const std::optional<at::Tensor>& bias, at::IntArrayRef stride,
+                          at::IntArrayRef padding, at::IntArrayRef output_padding, int64_t groups,
+                          at::IntArrayRef dilation) {
+  // weight [B, in, out/groups, k...] flattens to [B*in, out/groups, k...]:
+  // group b*groups + j holds member b's group j, in and out channels alike.
+  return convolveMembers(
+      input, weight, bias, groups,
+      [&](const at::Tensor& x, const at::Tensor& w, const std::optional<at::Tensor>& b, int64_t g) {
+        return at::convolution(x, w, b, stride, padding, dilation, /*transposed=*/true,
+                               output_padding, g);
+      },
+      /*transposed=*/true);
 }
 
 at::Tensor batch_norm(const at::Tensor& input, const std::optional<at::Tensor>& weight,

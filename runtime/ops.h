@@ -31,6 +31,11 @@ at::Tensor conv(const at::Tensor& input, const at::Tensor& weight,
 at::Tensor conv_padding(const at::Tensor& input, const at::Tensor& weight,
                         const std::optional<at::Tensor>& bias, at::IntArrayRef stride,
                         c10::string_view padding, at::IntArrayRef dilation, int64_t groups);
+// Transposed convolution per member: weight [B, in, out/groups, k...].
+at::Tensor conv_transpose(const at::Tensor& input, const at::Tensor& weight,
+                          const std::optional<at::Tensor>& bias, at::IntArrayRef stride,
+                          at::IntArrayRef padding, at::IntArrayRef output_padding, int64_t groups,
+                          at::IntArrayRef dilation);
 // Batch norm per member: input [B, N, C, *]; weight, bias and the running
 // statistics [B, C] (updated in place, each member its own slice).
 at::Tensor batch_norm(const at::Tensor& input, const std::optional<at::Tensor>& weight,

@@ -10,6 +10,7 @@ TORCH_LIBRARY(hfta, m) {
   m.def("t(Tensor(a) self) -> Tensor(a)");
   m.def("conv(Tensor input, Tensor weight, Tensor? bias, int[] stride, int[] padding, int[] dilation, int groups) -> Tensor");
   m.def("conv_padding(Tensor input, Tensor weight, Tensor? bias, int[] stride, str padding, int[] dilation, int groups) -> Tensor");
+  m.def("conv_transpose(Tensor input, Tensor weight, Tensor? bias, int[] stride, int[] padding, int[] output_padding, int groups, int[] dilation) -> Tensor");
   m.def("batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!)? running_mean, Tensor(b!)? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor");
   m.def("prelu(Tensor self, Tensor weight) -> Tensor");
   m.def("align(Tensor(a) self, Tensor other) -> Tensor(a)");
@@ -29,6 +30,7 @@ TORCH_LIBRARY_IMPL(hfta, CompositeImplicitAutograd, m) {
   m.impl("t", hfta::ops::t);
   m.impl("conv", hfta::ops::conv);
   m.impl("conv_padding", hfta::ops::conv_padding);
+  m.impl("conv_transpose", hfta::ops::conv_transpose);
   m.impl("batch_norm", hfta::ops::batch_norm);
   m.impl("prelu", hfta::ops::prelu);
   m.impl("align", hfta::ops::align);

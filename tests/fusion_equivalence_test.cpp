@@ -134,7 +134,8 @@ TEST_P(FusionEquivalence, StateDictNamesAreTheMembersWithStackedShapes) {
 // Each family with two sets of member seeds (and data seeds).
 INSTANTIATE_TEST_SUITE_P(MlpFamilies, FusionEquivalence,
                          ::testing::Values("mlp", "mlp_seed10", "wide", "wide_seed20", "fallback",
-                                           "lenet", "resblock", "resblock_seed30", "pointnet"));
+                                           "lenet", "resblock", "resblock_seed30", "pointnet",
+                                           "generator"));
 
 TEST(FusionReport, MlpFamiliesFuseWithoutFallbackAndCumsumFallsBack) {
   for (const std::string kind : {"mlp", "wide"}) {
@@ -164,22 +165,32 @@ TEST(DivergingMember, LeavesTheOtherMembersUnchanged) {
   }
 }
 
-TEST(Dropout, EachMemberDrawsItsOwnMaskAndEvalTurnsItOff) {
-  // Three identical members (one seed, dropout 0.5) on one shared batch: any
-  // difference between their outputs comes from their dropout masks.
-  auto members = loadMembers(testing::memberPaths("dropout"));
+// Three identical members (one seed, dropout 0.5) on one shared batch: any
+// difference between their outputs comes from their own dropout masks
+// (element-wise Dropout in the MLP, channel-wise Dropout2d in LeNet).
+class Dropout : public ::testing::TestWithParam<std::pair<std::string, std::vector<int64_t>>> {};
+
+TEST_P(Dropout, EachMemberDrawsItsOwnMaskAndEvalTurnsItOff) {
+  const auto& [family, input_shape] = GetParam();
+  auto members = loadMembers(testing::memberPaths(family));
   auto fused = fuse(members, {/*shared_input=*/true});
-  const auto x = torch::randn({64, 4, 4});
-  fused.module.train();
-  const auto y = fused.module.forward({x}).toTensor();
-  EXPECT_FALSE(at::allclose(y[0], y[1]));
-  EXPECT_FALSE(at::allclose(y[1], y[2]));
+  const auto x = torch::randn(input_shape);
+  // Eval first: a training forward would move LeNet's batch-norm statistics.
   fused.module.eval();
   const auto z = fused.module.forward({x}).toTensor();
   members[0].module.eval();
   const auto expected = members[0].module.forward({x}).toTensor();
   for (int b = 0; b < 3; ++b) EXPECT_TRUE(allClose(z[b], expected, testing::kForwardTolerance)) << b;
+  fused.module.train();
+  const auto y = fused.module.forward({x}).toTensor();
+  EXPECT_FALSE(at::allclose(y[0], y[1]));
+  EXPECT_FALSE(at::allclose(y[1], y[2]));
 }
+
+INSTANTIATE_TEST_SUITE_P(
+    ElementAndChannel, Dropout,
+    ::testing::Values(std::make_pair(std::string("dropout"), std::vector<int64_t>{64, 4, 4}),
+                      std::make_pair(std::string("lenet_dropout"), std::vector<int64_t>{16, 1, 16, 16})));
 
 }  // namespace
 }  // namespace hfta

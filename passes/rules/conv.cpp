@@ -11,9 +11,11 @@ namespace {
 
 const c10::Symbol kConv = c10::Symbol::fromQualString("hfta::conv");
 const c10::Symbol kConvPadding = c10::Symbol::fromQualString("hfta::conv_padding");
+const c10::Symbol kConvTranspose = c10::Symbol::fromQualString("hfta::conv_transpose");
 
-template <bool StringPadding>
-RuleResult fuseConv(RuleContext& ctx) {
+// Input 0 the input, 1 the weight, 2 the bias; the rest are settings that
+// go to `op` unchanged.
+RuleResult fuseConvolution(RuleContext& ctx, c10::Symbol op) {
   if (ctx.kind(1) != ValueKind::Array) {
     return RuleResult::decline("the weight is shared by all members, not one per member");
   }
@@ -22,25 +24,34 @@ RuleResult fuseConv(RuleContext& ctx) {
   auto* bias = ctx.kind(2) == ValueKind::Uniform && ctx.input(2).value->mustBeNone()
                    ? ctx.uniform(2)
                    : ctx.array(2);
-  auto* y = ctx.insert(StringPadding ? kConvPadding : kConv,
-                       {ctx.arrayOrBroadcast(0), ctx.array(1), bias, ctx.uniform(3), ctx.uniform(4),
-                        ctx.uniform(5), ctx.uniform(6)});
-  ctx.bindOutput(0, y, ValueKind::Array);
+  std::vector<torch::jit::NamedValue> args{ctx.arrayOrBroadcast(0), ctx.array(1), bias};
+  for (size_t i = 3; i < ctx.node()->inputs().size(); ++i) args.emplace_back(ctx.uniform(i));
+  ctx.bindOutput(0, ctx.insert(op, args), ValueKind::Array);
   return RuleResult::fused();
 }
+
+RuleResult fuseConv(RuleContext& ctx) { return fuseConvolution(ctx, kConv); }
+RuleResult fuseConvPadding(RuleContext& ctx) { return fuseConvolution(ctx, kConvPadding); }
+// conv_transpose's weight is [in, out/groups, k...]; grouping by member
+// works the same way (see hfta::conv_transpose).
+RuleResult fuseConvTranspose(RuleContext& ctx) { return fuseConvolution(ctx, kConvTranspose); }
 
 }  // namespace
 
 std::vector<RuleEntry> convRules() {
   return {
       {"aten::conv1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=[1], SymInt[1] padding=[0], SymInt[1] dilation=[1], SymInt groups=1) -> Tensor",
-       "conv", fuseConv<false>},
+       "conv", fuseConv},
       {"aten::conv2d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=[1, 1], SymInt[2] padding=[0, 0], SymInt[2] dilation=[1, 1], SymInt groups=1) -> Tensor",
-       "conv", fuseConv<false>},
+       "conv", fuseConv},
       {"aten::conv1d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=[1], str padding=\"valid\", SymInt[1] dilation=[1], SymInt groups=1) -> Tensor",
-       "conv", fuseConv<true>},
+       "conv", fuseConvPadding},
       {"aten::conv2d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=[1, 1], str padding=\"valid\", SymInt[2] dilation=[1, 1], SymInt groups=1) -> Tensor",
-       "conv", fuseConv<true>},
+       "conv", fuseConvPadding},
+      {"aten::conv_transpose1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=[1], SymInt[1] padding=[0], SymInt[1] output_padding=[0], SymInt groups=1, SymInt[1] dilation=[1]) -> Tensor",
+       "conv", fuseConvTranspose},
+      {"aten::conv_transpose2d.input(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=[1, 1], SymInt[2] padding=[0, 0], SymInt[2] output_padding=[0, 0], SymInt groups=1, SymInt[2] dilation=[1, 1]) -> Tensor",
+       "conv", fuseConvTranspose},
   };
 }
 

@@ -142,7 +142,7 @@ def main(out_dir):
                                                 ("wide", "wide", 0, 1), ("wide_seed20", "wide", 20, 21),
                                                 ("fallback", "fallback", 0, 1), ("lenet", "lenet", 0, 1),
                                                 ("resblock", "resblock", 0, 1), ("resblock_seed30", "resblock", 30, 31),
-                                                ("pointnet", "pointnet", 0, 1)]:
+                                                ("pointnet", "pointnet", 0, 1), ("generator", "generator", 0, 1)]:
         paths = mlp.save_members(out_dir, kind, MEMBERS, first_seed=first_seed, prefix=prefix)
         torch.save(reference(kind, paths, seed=data_seed, settings=SGD_SETTINGS),
                    os.path.join(out_dir, f"{prefix}_reference.pt"))
@@ -154,6 +154,8 @@ def main(out_dir):
     # Three identical members with dropout: their masks must still differ.
     for b in range(MEMBERS):
         torch.jit.save(mlp.make_member("mlp", 7, dropout=0.5), os.path.join(out_dir, f"dropout_{b}.pt"))
+        torch.jit.save(mlp.make_member("lenet", 7, dropout=0.5),
+                       os.path.join(out_dir, f"lenet_dropout_{b}.pt"))
     write_mismatches(out_dir)
     write_conv_mismatches(out_dir)
     with open(os.path.join(out_dir, "not_a_model.pt"), "w") as f:
