@@ -56,14 +56,15 @@ class ResBlockNet(nn.Module):
 
 
 class PointNetLike(nn.Module):
-    """Shared per-point MLP as 1x1 conv1d + BatchNorm1d, max over points."""
+    """Shared per-point MLP as 1x1 conv1d + BatchNorm1d (the second without
+    running statistics: batch statistics in eval mode too), max over points."""
 
     def __init__(self, classes=4):
         super().__init__()
         self.conv1 = nn.Conv1d(3, 16, 1)
         self.bn1 = nn.BatchNorm1d(16)
         self.conv2 = nn.Conv1d(16, 32, 1)
-        self.bn2 = nn.BatchNorm1d(32)
+        self.bn2 = nn.BatchNorm1d(32, track_running_stats=False)
         self.fc = nn.Linear(32, classes)
 
     def forward(self, x):
