@@ -18,6 +18,11 @@ Value* RuleContext::uniform(size_t i) const {
   return input(i).value;
 }
 
+Value* RuleContext::arrayOrNone(size_t i) {
+  const bool none = kind(i) == ValueKind::Uniform && input(i).value->mustBeNone();
+  return none ? input(i).value : array(i);
+}
+
 Value* RuleContext::stackedDim(size_t i) {
   Value* dim = uniform(i);
   if (auto constant = torch::jit::constant_as<int64_t>(dim)) {

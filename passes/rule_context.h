@@ -36,6 +36,8 @@ class RuleContext {
   torch::jit::Value* array(size_t i) { return fuser_.toArray(input(i)); }
   torch::jit::Value* arrayOrBroadcast(size_t i) { return fuser_.toArrayOrBroadcast(input(i)); }
   torch::jit::Value* uniform(size_t i) const;
+  // An optional per-member tensor (a bias): None stays None.
+  torch::jit::Value* arrayOrNone(size_t i);
   // Input i is a member dim (a uniform int): the same dim in [B, ...].
   torch::jit::Value* stackedDim(size_t i);
   // Input i is a list of member dims (uniform ints); None stays None.

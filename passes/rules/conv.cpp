@@ -21,10 +21,7 @@ RuleResult fuseConvolution(RuleContext& ctx, c10::Symbol op) {
   }
   if (!ctx.uniformFrom(3)) return RuleResult::decline("a convolution setting differs per member");
   if (ctx.kind(2) == ValueKind::PerMember) return RuleResult::decline("the bias is not a tensor");
-  auto* bias = ctx.kind(2) == ValueKind::Uniform && ctx.input(2).value->mustBeNone()
-                   ? ctx.uniform(2)
-                   : ctx.array(2);
-  std::vector<torch::jit::NamedValue> args{ctx.arrayOrBroadcast(0), ctx.array(1), bias};
+  std::vector<torch::jit::NamedValue> args{ctx.arrayOrBroadcast(0), ctx.array(1), ctx.arrayOrNone(2)};
   for (size_t i = 3; i < ctx.node()->inputs().size(); ++i) args.emplace_back(ctx.uniform(i));
   ctx.bindOutput(0, ctx.insert(op, args), ValueKind::Array);
   return RuleResult::fused();

@@ -20,10 +20,7 @@ RuleResult fuseLinear(RuleContext& ctx) {
     return RuleResult::decline("the weight is shared by all members, not one per member");
   }
   if (ctx.kind(2) == ValueKind::PerMember) return RuleResult::decline("the bias is not a tensor");
-  auto* bias = ctx.kind(2) == ValueKind::Uniform && ctx.input(2).value->mustBeNone()
-                   ? ctx.uniform(2)
-                   : ctx.array(2);
-  ctx.bindOutput(0, ctx.insert(kLinear, {ctx.arrayOrBroadcast(0), ctx.array(1), bias}),
+  ctx.bindOutput(0, ctx.insert(kLinear, {ctx.arrayOrBroadcast(0), ctx.array(1), ctx.arrayOrNone(2)}),
                  ValueKind::Array);
   return RuleResult::fused();
 }
