@@ -52,9 +52,13 @@ std::string describeNode(const torch::jit::Node* node) {
   return fmt::format("`{}` at {}: `{}`", node->kind().toQualString(), where, text);
 }
 
-std::string demangledTypeName(const c10::TypePtr& type) {
+std::string withoutMangling(const std::string& name) {
   static const std::regex kMangle(R"(___torch_mangle_\d+\.)");
-  return std::regex_replace(type->annotation_str(), kMangle, "");
+  return std::regex_replace(name, kMangle, "");
+}
+
+std::string demangledTypeName(const c10::TypePtr& type) {
+  return withoutMangling(type->annotation_str());
 }
 
 }  // namespace hfta

@@ -10,8 +10,9 @@ namespace hfta {
 std::string sourceLine(const torch::jit::Node* node);
 // "aten::linear (file.py:23: `return self.fc(x)`)": for messages.
 std::string describeNode(const torch::jit::Node* node);
-// A type's name with TorchScript's per-compilation mangling
+// A qualified name with TorchScript's per-compilation mangling
 // ("___torch_mangle_7.") removed, so equal classes compare equal.
+std::string withoutMangling(const std::string& name);
 std::string demangledTypeName(const c10::TypePtr& type);
 
 }  // namespace hfta

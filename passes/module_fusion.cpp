@@ -6,9 +6,9 @@
 
 #include <fmt/format.h>
 
-#include <regex>
 #include <unordered_map>
 
+#include "passes/diagnostics.h"
 #include "passes/graph_fuser.h"
 #include "passes/hfta/hfta.h"
 #include "passes/lockstep.h"
@@ -29,11 +29,6 @@ constexpr const char* kFusedNamespace = "__torch__.hfta_fused.";
 using ClassMap = std::unordered_map<c10::ClassTypePtr, c10::ClassTypePtr>;
 // Makes the new module's tensor from the tensors at one qualified name.
 using TensorMaker = std::function<at::Tensor(const std::vector<at::Tensor>&, bool is_parameter)>;
-
-std::string withoutMangling(const std::string& name) {
-  static const std::regex kMangle(R"(___torch_mangle_\d+\.)");
-  return std::regex_replace(name, kMangle, "");
-}
 
 std::shared_ptr<Graph> inlinedForward(const Member& member) {
   auto forward = member.module.find_method("forward");

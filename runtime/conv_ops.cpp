@@ -23,13 +23,6 @@ std::optional<at::Tensor> flattened(const std::optional<at::Tensor>& t) {
   return t->view(-1);  // stacked [B, C] buffers are contiguous: a view, so updates land in them
 }
 
-at::Tensor expandMembers(const at::Tensor& t, int64_t members) {
-  if (t.size(0) == members) return t;
-  auto sizes = t.sizes().vec();
-  sizes[0] = members;
-  return t.expand(sizes);
-}
-
 // Runs `conv(folded input, weight with members flattened into dim 0, flat
 // bias, groups)` for a member-leading input. For a (non-transposed)
 // convolution, a shared input with groups == 1 runs as one dense
@@ -52,7 +45,7 @@ at::Tensor convolveMembers(const at::Tensor& input, const at::Tensor& weight,
   if (x.size(0) == 1 && groups == 1 && !transposed) {
     y = conv(x.select(0, 0), w, b, 1);
   } else {
-    y = conv(foldChannels(expandMembers(x, members)), w, b, groups * members);
+    y = conv(foldChannels(expand_members(x, members)), w, b, groups * members);
   }
   y = unfoldChannels(y, members);
   return unbatched ? y.squeeze(1) : y;

@@ -8,14 +8,6 @@ namespace {
 // Member dims of a stacked tensor.
 int64_t memberDim(const at::Tensor& t) { return t.dim() - 1; }
 
-// Expands a broadcast ([1, ...]) operand to B members; a view.
-at::Tensor expandMembers(const at::Tensor& t, int64_t array_size) {
-  if (t.size(0) == array_size) return t;
-  auto sizes = t.sizes().vec();
-  sizes[0] = array_size;
-  return t.expand(sizes);
-}
-
 }  // namespace
 
 at::Tensor linear(const at::Tensor& input, const at::Tensor& weight,
@@ -68,8 +60,8 @@ at::Tensor addmm(const at::Tensor& self, const at::Tensor& mat1,
   TORCH_CHECK(mat1.dim() == 3 && mat2.dim() == 3,
               "hfta::addmm: mat1 and mat2 must be stacked matrices [B, n, m]");
   const int64_t members = std::max(mat1.size(0), mat2.size(0));
-  return at::baddbmm(align(self, mat1), expandMembers(mat1, members),
-                     expandMembers(mat2, members), beta, alpha);
+  return at::baddbmm(align(self, mat1), expand_members(mat1, members),
+                     expand_members(mat2, members), beta, alpha);
 }
 
 at::Tensor t(const at::Tensor& self) {

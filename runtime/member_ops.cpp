@@ -10,6 +10,13 @@ at::Tensor align(const at::Tensor& self, const at::Tensor& other) {
   return aligned;
 }
 
+at::Tensor expand_members(const at::Tensor& t, int64_t array_size) {
+  if (t.size(0) == array_size) return t;
+  auto sizes = t.sizes().vec();
+  sizes[0] = array_size;
+  return t.expand(sizes);
+}
+
 at::Tensor broadcast_to_members(const at::Tensor& self, int64_t array_size) {
   std::vector<int64_t> sizes{array_size};
   sizes.insert(sizes.end(), self.sizes().begin(), self.sizes().end());

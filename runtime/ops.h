@@ -51,6 +51,9 @@ at::Tensor t(const at::Tensor& self);
 // `self` viewed with singleton dims after dim 0 so that its rank is at least
 // other's: per-member broadcasting then lines up like the members' own.
 at::Tensor align(const at::Tensor& self, const at::Tensor& other);
+// A [1, ...] (broadcast) tensor expanded to `array_size` members; a [B, ...]
+// one is returned as it is. A view.
+at::Tensor expand_members(const at::Tensor& t, int64_t array_size);
 // One member's value as B identical members: [B, *shape] (an expand view).
 at::Tensor broadcast_to_members(const at::Tensor& self, int64_t array_size);
 // A non-negative member dim moves one to the right; a negative one stays.
