@@ -21,6 +21,31 @@ namespace {
 const c10::Symbol kBroadcastToMembers = c10::Symbol::fromQualString("hfta::broadcast_to_members");
 const c10::Symbol kMember = c10::Symbol::fromQualString("hfta::member");
 const c10::Symbol kMemberList = c10::Symbol::fromQualString("hfta::member_list");
+const c10::Symbol kFoldChannels = c10::Symbol::fromQualString("hfta::fold_channels");
+const c10::Symbol kUnfoldChannels = c10::Symbol::fromQualString("hfta::unfold_channels");
+
+bool writesInPlace(const Node* node) {
+  if (const auto* schema = node->maybeSchema()) {
+    for (const auto& arg : schema->arguments()) {
+      if (arg.alias_info() && arg.alias_info()->isWrite()) return true;
+    }
+  }
+  for (const Block* block : node->blocks()) {
+    for (const Node* inner : block->nodes()) {
+      if (writesInPlace(inner)) return true;
+    }
+  }
+  return false;
+}
+
+int64_t countLayoutConversions(const Block* block) {
+  int64_t count = 0;
+  for (const Node* node : block->nodes()) {
+    count += node->kind() == kFoldChannels || node->kind() == kUnfoldChannels;
+    for (const Block* inner : node->blocks()) count += countLayoutConversions(inner);
+  }
+  return count;
+}
 
 bool isEmptyTensorList(const Node* node) {
   if (node->kind() != c10::prim::ListConstruct || !node->inputs().empty()) return false;
@@ -132,6 +157,7 @@ void GraphFuser::fuseNode(Node* node) {
         TORCH_INTERNAL_ASSERT(env_.count(out), "hfta rule ", rule->key, " left an output unbound");
       }
       report_.fused.push_back({node->kind().toQualString(), sourceLine(node), rule->family});
+      forgetCopiesWrittenBy(node);
       return;
     }
     // Whatever the rule reported for nested nodes is void now.
@@ -144,6 +170,25 @@ void GraphFuser::fuseNode(Node* node) {
   }
   runPerMember(*this, node);
   report_.fallbacks.push_back({node->kind().toQualString(), sourceLine(node), why});
+  forgetCopiesWrittenBy(node);
+}
+
+void GraphFuser::forgetCopiesWrittenBy(const Node* node) {
+  // Which values a write reaches through views is not tracked here: any
+  // in-place write makes every earlier Array -> Folded copy suspect.
+  if (writesInPlace(node)) folded_copies_.clear();
+}
+
+Value* GraphFuser::reuse(std::unordered_map<Value*, Value*>& cache, Value* from) const {
+  auto it = cache.find(from);
+  if (it == cache.end()) return nullptr;
+  // Usable where the block it was made in encloses the insertion point.
+  const Block* made_in = it->second->node()->owningBlock();
+  for (const Block* b = graph_.insertPoint()->owningBlock(); b != nullptr;
+       b = b->owningNode() ? b->owningNode()->owningBlock() : nullptr) {
+    if (b == made_in) return it->second;
+  }
+  return nullptr;
 }
 
 Value* GraphFuser::toArray(const FusedValue& value) {
@@ -151,6 +196,10 @@ Value* GraphFuser::toArray(const FusedValue& value) {
                         "hfta: a per-member list cannot become an array");
   if (value.kind == ValueKind::Array) return value.value;
   Value* v = value.value;
+  if (value.kind == ValueKind::Folded) {
+    if (Value* view = reuse(array_views_, v)) return view;
+    return array_views_[v] = graph_.insert(kUnfoldChannels, {v, array_size_});
+  }
   const auto& type = v->type();
   if (type->kind() == c10::TypeKind::TensorType) {
     return graph_.insert(kBroadcastToMembers, {v, array_size_});
@@ -174,6 +223,23 @@ Value* GraphFuser::toArrayOrBroadcast(const FusedValue& value) {
   return toArray(value);
 }
 
+Value* GraphFuser::toFolded(const FusedValue& value) {
+  Value* v = value.value;
+  TORCH_INTERNAL_ASSERT(v->type()->kind() == c10::TypeKind::TensorType &&
+                            value.kind != ValueKind::PerMember,
+                        "hfta: only a tensor can be channel-folded");
+  if (value.kind == ValueKind::Folded) return v;
+  if (Value* copy = reuse(folded_copies_, v)) return copy;
+  return folded_copies_[v] = graph_.insert(kFoldChannels, {toArrayOrBroadcast(value), array_size_});
+}
+
+Value* GraphFuser::toPerMember(const FusedValue& value) {
+  if (value.kind == ValueKind::PerMember) return value.value;
+  std::vector<Value*> members;
+  for (int64_t b = 0; b < array_size_; ++b) members.push_back(memberValue(value, b));
+  return graph_.insertNode(graph_.createList(value.value->type(), members))->output();
+}
+
 Value* GraphFuser::memberValue(const FusedValue& value, int64_t b) {
   Value* v = value.value;
   switch (value.kind) {
@@ -181,6 +247,8 @@ Value* GraphFuser::memberValue(const FusedValue& value, int64_t b) {
       return v;
     case ValueKind::PerMember:
       return graph_.insert(c10::aten::__getitem__, {v, b});
+    case ValueKind::Folded:
+      return memberValue({toArray(value), ValueKind::Array}, b);
     case ValueKind::Array:
       break;
   }
@@ -223,6 +291,7 @@ std::shared_ptr<Graph> fuseMemberGraph(const Graph& tmpl, int64_t array_size,
                               : fuser.toArray(out));
   }
   torch::jit::EliminateDeadCode(fused);
+  report.layout_conversions = countLayoutConversions(fused->block());
   fused->lint();
   return fused;
 }

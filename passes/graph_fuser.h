@@ -7,7 +7,13 @@
 //               (constants, shapes, flags, a shared input).
 //   Array     — per-member tensors, laid out member-leading: each tensor leaf
 //               holds [B, *member_shape]; non-tensor leaves (in tuples) are
-//               uniform. Other layouts (channel-folded) come with conv rules.
+//               uniform.
+//   Folded    — a per-member tensor [N, C, *] laid out channel-folded as
+//               [N, B*C, *]: what convolutions and batch norms read and write,
+//               and what ops that treat each channel alone (pooling,
+//               element-wise, channel dropout) keep. Values stay folded
+//               between such ops; a conversion (to Array: a view; from
+//               Array: a copy) is inserted only where an op needs the other.
 //   PerMember — per-member non-tensor values (from the fallback): a list of
 //               B values.
 // Metadata queries (size, dim, len, numel) on an Array answer with the
@@ -21,7 +27,12 @@
 
 namespace hfta {
 
-enum class ValueKind { Uniform, Array, PerMember };
+enum class ValueKind { Uniform, Array, Folded, PerMember };
+
+// Array or Folded: a tensor that differs per member.
+inline bool isPerMemberTensor(ValueKind kind) {
+  return kind == ValueKind::Array || kind == ValueKind::Folded;
+}
 
 struct FusedValue {
   torch::jit::Value* value = nullptr;
@@ -51,8 +62,14 @@ class GraphFuser {
   // Like toArray, but a uniform tensor becomes a [1, ...] view that
   // broadcasts against [B, ...]: cheaper wherever the op broadcasts.
   torch::jit::Value* toArrayOrBroadcast(const FusedValue& value);
+  // The channel-folded form of a tensor value ([N, B*C, *]); a uniform
+  // tensor is repeated for every member.
+  torch::jit::Value* toFolded(const FusedValue& value);
+  // A list of B values, one per member.
+  torch::jit::Value* toPerMember(const FusedValue& value);
   // Member b's value, for the per-member fallback.
   torch::jit::Value* memberValue(const FusedValue& value, int64_t b);
+
 
   torch::jit::Graph& graph() { return graph_; }
   int64_t arraySize() const { return array_size_; }
@@ -64,11 +81,21 @@ class GraphFuser {
   // A copy of `node` reading the fused values of its inputs, inserted.
   torch::jit::Node* insertAsIs(torch::jit::Node* node);
   void copyUniform(torch::jit::Node* node);
+  // A conversion of `from` made earlier and visible at the insertion
+  // point, or nullptr.
+  torch::jit::Value* reuse(std::unordered_map<torch::jit::Value*, torch::jit::Value*>& cache,
+                           torch::jit::Value* from) const;
+  void forgetCopiesWrittenBy(const torch::jit::Node* node);
 
   torch::jit::Graph& graph_;
   int64_t array_size_;
   FusionReport& report_;
   std::unordered_map<const torch::jit::Value*, FusedValue> env_;
+  // Layout conversions made so far, reused while valid: Folded -> Array
+  // views always are; Array -> Folded copies until something is written
+  // in place.
+  std::unordered_map<torch::jit::Value*, torch::jit::Value*> array_views_;
+  std::unordered_map<torch::jit::Value*, torch::jit::Value*> folded_copies_;
 };
 
 // Fuses `tmpl` for `array_size` members; input i of the result has kind

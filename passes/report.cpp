@@ -31,9 +31,9 @@ std::string FusionReport::text() const {
   }
   std::string out = fmt::format(
       "fusion report: {} members; {} nodes fused{}, {} fallback nodes (run per member), "
-      "{} uniform nodes kept as they are\n",
+      "{} uniform nodes kept as they are, {} layout conversions\n",
       array_size, fused.size(), families.empty() ? "" : " (" + families + ")", fallbacks.size(),
-      uniform_nodes);
+      uniform_nodes, layout_conversions);
   if (!fallbacks.empty()) {
     out += "fallbacks (correct, but not fused):\n";
     for (const auto& e : fallbacks) out += entryLine(e);
@@ -48,6 +48,7 @@ std::string FusionReport::text() const {
 std::string FusionReport::json() const {
   nlohmann::json j = {{"array_size", array_size},
                       {"uniform_nodes", uniform_nodes},
+                      {"layout_conversions", layout_conversions},
                       {"fused", entriesJson(fused, "rule")},
                       {"fallbacks", entriesJson(fallbacks, "reason")}};
   return j.dump(2);

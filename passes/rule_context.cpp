@@ -5,6 +5,18 @@ namespace hfta {
 using torch::jit::Node;
 using torch::jit::Value;
 
+std::optional<std::vector<int64_t>> constantInts(Value* v) {
+  if (auto list = torch::jit::constant_as<std::vector<int64_t>>(v)) return list;
+  if (v->node()->kind() != c10::prim::ListConstruct) return std::nullopt;
+  std::vector<int64_t> ints;
+  for (Value* element : v->node()->inputs()) {
+    auto constant = torch::jit::constant_as<int64_t>(element);
+    if (!constant) return std::nullopt;
+    ints.push_back(*constant);
+  }
+  return ints;
+}
+
 bool RuleContext::uniformFrom(size_t first) const {
   for (size_t i = first; i < node_->inputs().size(); ++i) {
     if (input(i).kind != ValueKind::Uniform) return false;
@@ -34,7 +46,7 @@ Value* RuleContext::stackedDim(size_t i) {
 Value* RuleContext::stackedDims(size_t i) {
   Value* dims = uniform(i);
   if (dims->mustBeNone()) return dims;
-  if (auto constant = torch::jit::constant_as<std::vector<int64_t>>(dims)) {
+  if (auto constant = constantInts(dims)) {
     for (auto& d : *constant) d = d >= 0 ? d + 1 : d;
     return graph().insertConstant(*constant);
   }
@@ -65,11 +77,30 @@ void RuleContext::bindOutput(size_t i, Value* value, ValueKind kind) {
   fuser_.bind(node_->output(i), {value, kind});
 }
 
-void RuleContext::bindOutputsByType(Node* copy) {
+void RuleContext::bindOutputsByType(Node* copy, ValueKind tensor_kind) {
   for (size_t i = 0; i < copy->outputs().size(); ++i) {
     bindOutput(i, copy->output(i),
-               containsTensor(copy->output(i)->type()) ? ValueKind::Array : ValueKind::Uniform);
+               containsTensor(copy->output(i)->type()) ? tensor_kind : ValueKind::Uniform);
   }
+}
+
+bool RuleContext::foldedWithSpatialDims(size_t i, const std::vector<size_t>& dims) const {
+  if (kind(i) != ValueKind::Folded) return false;
+  for (size_t d : dims) {
+    if (kind(d) != ValueKind::Uniform) return false;
+    Value* dim = input(d).value;
+    if (auto one = torch::jit::constant_as<int64_t>(dim)) {
+      if (*one < 2) return false;
+    } else if (auto many = constantInts(dim)) {
+      if (many->empty()) return false;
+      for (int64_t x : *many) {
+        if (x < 2) return false;
+      }
+    } else {
+      return false;
+    }
+  }
+  return true;
 }
 
 }  // namespace hfta

@@ -19,6 +19,10 @@ struct RuleResult {
   static RuleResult decline(std::string why) { return {std::move(why)}; }
 };
 
+// The ints of a constant int list (a constant, or a list built of
+// constants), or nullopt.
+std::optional<std::vector<int64_t>> constantInts(torch::jit::Value* v);
+
 class RuleContext {
  public:
   RuleContext(GraphFuser& fuser, torch::jit::Node* node) : fuser_(fuser), node_(node) {}
@@ -35,6 +39,7 @@ class RuleContext {
 
   torch::jit::Value* array(size_t i) { return fuser_.toArray(input(i)); }
   torch::jit::Value* arrayOrBroadcast(size_t i) { return fuser_.toArrayOrBroadcast(input(i)); }
+  torch::jit::Value* folded(size_t i) { return fuser_.toFolded(input(i)); }
   torch::jit::Value* uniform(size_t i) const;
   // An optional per-member tensor (a bias): None stays None.
   torch::jit::Value* arrayOrNone(size_t i);
@@ -52,8 +57,13 @@ class RuleContext {
   torch::jit::Node* insertCopy(const std::unordered_map<size_t, torch::jit::Value*>& replaced);
   // Binds output i of the template node.
   void bindOutput(size_t i, torch::jit::Value* value, ValueKind kind);
-  // Binds every output of `copy` by type: tensor-like outputs are Arrays.
-  void bindOutputsByType(torch::jit::Node* copy);
+  // Binds every output of `copy` by type: outputs holding tensors get
+  // `tensor_kind` (Array or Folded), the others are uniform.
+  void bindOutputsByType(torch::jit::Node* copy, ValueKind tensor_kind = ValueKind::Array);
+  // True if input i is Folded and the inputs at `dims` are constant member
+  // dims past the channel dim (>= 2), which mean the same in the folded
+  // layout: the op can then run on the folded value as it is.
+  bool foldedWithSpatialDims(size_t i, const std::vector<size_t>& dims) const;
 
  private:
   GraphFuser& fuser_;

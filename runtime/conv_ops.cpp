@@ -1,22 +1,12 @@
-// Convolution and batch norm over B members. Both run as one ATen op on the
-// channel-folded form [N, B*C, ...]: B convolutions become one grouped
-// convolution (groups * B), B batch norms one batch norm over B*C channels
-// whose statistics are per (member, channel), i.e. per member.
+// Convolution and batch norm over B members. Both read and write the
+// channel-folded layout [N, B*C, ...] and run as one ATen op: B convolutions
+// become one grouped convolution (groups * B), B batch norms one batch norm
+// over B*C channels whose statistics are per (member, channel), i.e. each
+// member's own.
 #include "runtime/ops.h"
 
 namespace hfta::ops {
 namespace {
-
-// [B, N, C, *] -> [N, B*C, *] (a copy unless B == 1).
-at::Tensor foldChannels(const at::Tensor& x) {
-  auto folded = x.transpose(0, 1);
-  return folded.flatten(1, 2);
-}
-
-// [N, B*C, *] -> [B, N, C, *] (a view).
-at::Tensor unfoldChannels(const at::Tensor& y, int64_t members) {
-  return y.unflatten(1, {members, -1}).transpose(0, 1);
-}
 
 std::optional<at::Tensor> flattened(const std::optional<at::Tensor>& t) {
   if (!t.has_value() || !t->defined()) return std::nullopt;
@@ -24,31 +14,30 @@ std::optional<at::Tensor> flattened(const std::optional<at::Tensor>& t) {
 }
 
 // Runs `conv(folded input, weight with members flattened into dim 0, flat
-// bias, groups)` for a member-leading input. For a (non-transposed)
-// convolution, a shared input with groups == 1 runs as one dense
-// convolution with B*Cout output channels and is never copied.
+// bias, groups)`. The input is channel-folded ([N, B*C, *]) or one input
+// all members share ([N, C, *]; told apart by the channel count, B >= 2):
+// a shared input with groups == 1 runs as one dense convolution with
+// B*Cout output channels and is never copied.
 template <typename ConvFn>
 at::Tensor convolveMembers(const at::Tensor& input, const at::Tensor& weight,
                            const std::optional<at::Tensor>& bias, int64_t groups, ConvFn conv,
                            bool transposed = false) {
   TORCH_CHECK(weight.dim() >= 4, "hfta::conv: weight must be [B, out, in/groups, k...], got ",
               weight.sizes());
+  TORCH_CHECK(input.dim() == weight.dim() - 1,
+              "hfta::conv: fused convolutions need batched member inputs [N, C, ...]; got input ",
+              input.sizes(), " for weight ", weight.sizes());
   const int64_t members = weight.size(0);
-  // An unbatched member input ([C, L] for conv1d) has no N dim: add one.
-  const bool unbatched = input.dim() == weight.dim() - 1;
-  auto x = unbatched ? input.unsqueeze(1) : input;
-  TORCH_CHECK(x.dim() == weight.dim(), "hfta::conv: input ", input.sizes(),
-              " does not match weight ", weight.sizes());
+  const int64_t in_channels = transposed ? weight.size(1) : weight.size(2) * groups;
   const auto w = weight.flatten(0, 1);
   const auto b = flattened(bias);
-  at::Tensor y;
-  if (x.size(0) == 1 && groups == 1 && !transposed) {
-    y = conv(x.select(0, 0), w, b, 1);
-  } else {
-    y = conv(foldChannels(expand_members(x, members)), w, b, groups * members);
+  if (input.size(1) == in_channels) {  // shared by all members
+    if (groups == 1 && !transposed) return conv(input, w, b, 1);
+    return conv(fold_channels(input.unsqueeze(0), members), w, b, groups * members);
   }
-  y = unfoldChannels(y, members);
-  return unbatched ? y.squeeze(1) : y;
+  TORCH_CHECK(input.size(1) == members * in_channels, "hfta::conv: input ", input.sizes(),
+              " has neither ", in_channels, " nor ", members, " x ", in_channels, " channels");
+  return conv(input, w, b, groups * members);
 }
 
 }  // namespace
@@ -97,13 +86,42 @@ at::Tensor batch_norm(const at::Tensor& input, const std::optional<at::Tensor>& 
                       const std::optional<at::Tensor>& running_mean,
                       const std::optional<at::Tensor>& running_var, bool training,
                       double momentum, double eps, bool cudnn_enabled) {
-  TORCH_CHECK(input.dim() >= 3, "hfta::batch_norm: input must be [B, N, C, ...], got ",
-              input.sizes());
-  const int64_t members = input.size(0);
-  const auto y = at::batch_norm(foldChannels(input), flattened(weight), flattened(bias),
-                                flattened(running_mean), flattened(running_var), training,
-                                momentum, eps, cudnn_enabled);
-  return unfoldChannels(y, members);
+  return at::batch_norm(input, flattened(weight), flattened(bias), flattened(running_mean),
+                        flattened(running_var), training, momentum, eps, cudnn_enabled);
+}
+
+at::Tensor batch_norm_momenta(const at::Tensor& input, const std::optional<at::Tensor>& weight,
+                              const std::optional<at::Tensor>& bias,
+                              const std::optional<at::Tensor>& running_mean,
+                              const std::optional<at::Tensor>& running_var, bool training,
+                              at::ArrayRef<double> momenta, double eps, bool cudnn_enabled) {
+  TORCH_CHECK(!momenta.empty(), "hfta::batch_norm_momenta: no momentum");
+  const bool updates = training && running_mean.has_value() && running_mean->defined();
+  const bool all_equal = std::all_of(momenta.begin(), momenta.end(),
+                                     [&](double m) { return m == momenta[0]; });
+  if (!updates || all_equal) {
+    return hfta::ops::batch_norm(input, weight, bias, running_mean, running_var, training, momenta[0], eps,
+                      cudnn_enabled);
+  }
+  // Normalize with the batch statistics, then update each member's running
+  // statistics with its own momentum, as at::batch_norm does with one.
+  auto output = at::batch_norm(input, flattened(weight), flattened(bias), std::nullopt,
+                               std::nullopt, /*training=*/true, 0.0, eps, cudnn_enabled);
+  at::NoGradGuard no_grad;
+  std::vector<int64_t> reduced{0};
+  for (int64_t d = 2; d < input.dim(); ++d) reduced.push_back(d);
+  const auto [var, mean] = at::var_mean(input, reduced, /*correction=*/1);
+  const int64_t members = static_cast<int64_t>(momenta.size());
+  const auto m = at::tensor(std::vector<double>(momenta.begin(), momenta.end()))
+                     .to(input.options().dtype(running_mean->scalar_type()))
+                     .repeat_interleave(input.size(1) / members);
+  auto rm = flattened(running_mean).value();
+  rm.mul_(1 - m).add_(m * mean);
+  if (running_var.has_value() && running_var->defined()) {
+    auto rv = flattened(running_var).value();
+    rv.mul_(1 - m).add_(m * var);
+  }
+  return output;
 }
 
 at::Tensor prelu(const at::Tensor& self, const at::Tensor& weight) {

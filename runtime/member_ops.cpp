@@ -23,6 +23,31 @@ at::Tensor broadcast_to_members(const at::Tensor& self, int64_t array_size) {
   return self.unsqueeze(0).expand(sizes);
 }
 
+at::Tensor fold_channels(const at::Tensor& array, int64_t array_size) {
+  TORCH_CHECK(array.dim() >= 3, "hfta::fold_channels: expected members [B, N, C, ...], got ",
+              array.sizes());
+  return expand_members(array, array_size).transpose(0, 1).flatten(1, 2);
+}
+
+at::Tensor unfold_channels(const at::Tensor& folded, int64_t array_size) {
+  TORCH_CHECK(folded.dim() >= 2 && folded.size(1) % array_size == 0,
+              "hfta::unfold_channels: expected [N, ", array_size, " * C, ...], got ",
+              folded.sizes());
+  return folded.unflatten(1, {array_size, -1}).transpose(0, 1);
+}
+
+at::Tensor repeat(const at::Tensor& array, at::IntArrayRef repeats) {
+  const int64_t member_dims = array.dim() - 1;
+  TORCH_CHECK(static_cast<int64_t>(repeats.size()) >= member_dims, "hfta::repeat: ",
+              repeats.size(), " repeats for members with ", member_dims, " dims");
+  // New leading member dims go after the member dim.
+  auto shape = array.sizes().vec();
+  shape.insert(shape.begin() + 1, repeats.size() - member_dims, 1);
+  std::vector<int64_t> stacked{1};
+  stacked.insert(stacked.end(), repeats.begin(), repeats.end());
+  return array.reshape(shape).repeat(stacked);
+}
+
 int64_t stacked_dim(int64_t dim) { return dim >= 0 ? dim + 1 : dim; }
 
 std::vector<int64_t> stacked_dims(std::vector<int64_t> dims) {

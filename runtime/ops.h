@@ -20,10 +20,10 @@ at::Tensor matmul(const at::Tensor& self, const at::Tensor& other);
 at::Tensor addmm(const at::Tensor& self, const at::Tensor& mat1,
                  const at::Tensor& mat2, const at::Scalar& beta,
                  const at::Scalar& alpha);
-// Convolution per member: input [B|1, N, C, *] (or unbatched [B|1, C, *]),
-// weight [B, out, in/groups, k...], bias [B, out]. One grouped convolution
-// (groups * B) on [N, B*C, *]; a shared input with groups == 1 runs as one
-// dense convolution with B*out channels.
+// Convolution per member: input channel-folded [N, B*C, *] or one input all
+// members share [N, C, *]; weight [B, out, in/groups, k...], bias [B, out].
+// One grouped convolution (groups * B); a shared input with groups == 1 runs
+// as one dense convolution with B*out channels. Returns [N, B*out, *].
 at::Tensor conv(const at::Tensor& input, const at::Tensor& weight,
                 const std::optional<at::Tensor>& bias, at::IntArrayRef stride,
                 at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups);
@@ -36,13 +36,21 @@ at::Tensor conv_transpose(const at::Tensor& input, const at::Tensor& weight,
                           const std::optional<at::Tensor>& bias, at::IntArrayRef stride,
                           at::IntArrayRef padding, at::IntArrayRef output_padding, int64_t groups,
                           at::IntArrayRef dilation);
-// Batch norm per member: input [B, N, C, *]; weight, bias and the running
-// statistics [B, C] (updated in place, each member its own slice).
+// Batch norm per member: input channel-folded [N, B*C, *]; weight, bias and
+// the running statistics [B, C] (updated in place, each member its own
+// slice). Returns [N, B*C, *].
 at::Tensor batch_norm(const at::Tensor& input, const std::optional<at::Tensor>& weight,
                       const std::optional<at::Tensor>& bias,
                       const std::optional<at::Tensor>& running_mean,
                       const std::optional<at::Tensor>& running_var, bool training,
                       double momentum, double eps, bool cudnn_enabled);
+// The same with one momentum per member (momentum=None: each member's
+// cumulative-average factor 1 / num_batches_tracked).
+at::Tensor batch_norm_momenta(const at::Tensor& input, const std::optional<at::Tensor>& weight,
+                              const std::optional<at::Tensor>& bias,
+                              const std::optional<at::Tensor>& running_mean,
+                              const std::optional<at::Tensor>& running_var, bool training,
+                              at::ArrayRef<double> momenta, double eps, bool cudnn_enabled);
 // PReLU with each member's own slopes: weight [B, C] or [B, 1].
 at::Tensor prelu(const at::Tensor& self, const at::Tensor& weight);
 // Tensor.t() per member (a view).
@@ -54,8 +62,14 @@ at::Tensor align(const at::Tensor& self, const at::Tensor& other);
 // A [1, ...] (broadcast) tensor expanded to `array_size` members; a [B, ...]
 // one is returned as it is. A view.
 at::Tensor expand_members(const at::Tensor& t, int64_t array_size);
+// The channel-folded layout of convolutional values: members [B|1, N, C, *]
+// become [N, B*C, *] (a copy), and back (a view).
+at::Tensor fold_channels(const at::Tensor& array, int64_t array_size);
+at::Tensor unfold_channels(const at::Tensor& folded, int64_t array_size);
 // One member's value as B identical members: [B, *shape] (an expand view).
 at::Tensor broadcast_to_members(const at::Tensor& self, int64_t array_size);
+// Tensor.repeat per member (repeats may add leading member dims).
+at::Tensor repeat(const at::Tensor& array, at::IntArrayRef repeats);
 // A non-negative member dim moves one to the right; a negative one stays.
 int64_t stacked_dim(int64_t dim);
 std::vector<int64_t> stacked_dims(std::vector<int64_t> dims);

@@ -12,6 +12,10 @@ TORCH_LIBRARY(hfta, m) {
   m.def("conv_padding(Tensor input, Tensor weight, Tensor? bias, int[] stride, str padding, int[] dilation, int groups) -> Tensor");
   m.def("conv_transpose(Tensor input, Tensor weight, Tensor? bias, int[] stride, int[] padding, int[] output_padding, int groups, int[] dilation) -> Tensor");
   m.def("batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!)? running_mean, Tensor(b!)? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor");
+  m.def("batch_norm_momenta(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!)? running_mean, Tensor(b!)? running_var, bool training, float[] momenta, float eps, bool cudnn_enabled) -> Tensor");
+  m.def("fold_channels(Tensor array, int array_size) -> Tensor");
+  m.def("unfold_channels(Tensor(a) folded, int array_size) -> Tensor(a)");
+  m.def("repeat(Tensor array, int[] repeats) -> Tensor");
   m.def("prelu(Tensor self, Tensor weight) -> Tensor");
   m.def("align(Tensor(a) self, Tensor other) -> Tensor(a)");
   m.def("broadcast_to_members(Tensor(a) self, int array_size) -> Tensor(a)");
@@ -32,6 +36,10 @@ TORCH_LIBRARY_IMPL(hfta, CompositeImplicitAutograd, m) {
   m.impl("conv_padding", hfta::ops::conv_padding);
   m.impl("conv_transpose", hfta::ops::conv_transpose);
   m.impl("batch_norm", hfta::ops::batch_norm);
+  m.impl("batch_norm_momenta", hfta::ops::batch_norm_momenta);
+  m.impl("fold_channels", hfta::ops::fold_channels);
+  m.impl("unfold_channels", hfta::ops::unfold_channels);
+  m.impl("repeat", hfta::ops::repeat);
   m.impl("prelu", hfta::ops::prelu);
   m.impl("align", hfta::ops::align);
   m.impl("broadcast_to_members", hfta::ops::broadcast_to_members);

@@ -42,6 +42,9 @@ struct FusionReport {
   };
   int64_t array_size = 0;
   int64_t uniform_nodes = 0;  // nodes identical in every member, kept as they are
+  // Conversions between the member-leading and the channel-folded layout
+  // left in the fused graph (see DESIGN.md): the fewer, the fewer copies.
+  int64_t layout_conversions = 0;
   std::vector<Entry> fused;
   std::vector<Entry> fallbacks;  // run once per member: correct, but not fused
 

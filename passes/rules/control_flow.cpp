@@ -1,6 +1,8 @@
 // Control flow that is the same in every member stays control flow: an If
 // on a uniform condition becomes one If whose branches are fused. A branch
-// output that is an Array in one branch is made an Array in the other too.
+// output that differs per member in one branch is converted to the same
+// kind in the other (an Array, or a per-member list of non-tensors, as
+// batch norm's momentum=None computes in training mode).
 //
 //   %y = prim::If(%training)            ->  %y = prim::If(%training)
 //     block0(): -> (aten::dropout(%x))        block0(): -> (aten::dropout(%x : [B, ...]))
@@ -19,6 +21,34 @@ using torch::jit::Block;
 using torch::jit::Node;
 using torch::jit::WithInsertPoint;
 
+// The kind an If output takes when its branches give these: folded if all
+// are, else per-member values if any is, else an array if any differs per
+// member.
+ValueKind joinKinds(const std::vector<FusedValue>& branches) {
+  auto any = [&](ValueKind k) {
+    return std::any_of(branches.begin(), branches.end(), [&](const FusedValue& v) { return v.kind == k; });
+  };
+  const bool all_folded = std::all_of(branches.begin(), branches.end(),
+                                      [](const FusedValue& v) { return v.kind == ValueKind::Folded; });
+  if (all_folded) return ValueKind::Folded;
+  if (any(ValueKind::PerMember)) return ValueKind::PerMember;
+  if (any(ValueKind::Array) || any(ValueKind::Folded)) return ValueKind::Array;
+  return ValueKind::Uniform;
+}
+
+torch::jit::Value* convert(GraphFuser& fuser, const FusedValue& value, ValueKind kind) {
+  switch (kind) {
+    case ValueKind::PerMember:
+      return fuser.toPerMember(value);
+    case ValueKind::Array:
+      return fuser.toArray(value);
+    case ValueKind::Folded:
+    case ValueKind::Uniform:
+      break;
+  }
+  return value.value;
+}
+
 RuleResult fuseIf(RuleContext& ctx) {
   if (ctx.kind(0) != ValueKind::Uniform) return RuleResult::decline("the condition differs per member");
   Node* tmpl = ctx.node();
@@ -28,26 +58,17 @@ RuleResult fuseIf(RuleContext& ctx) {
   for (Block* block : tmpl->blocks()) {
     branch_outputs.push_back(ctx.fuser().fuseBlock(block, fused->addBlock()));
   }
-  for (const auto& outputs : branch_outputs) {
-    for (const auto& out : outputs) {
-      if (out.kind == ValueKind::PerMember) {
-        fused->destroy();
-        return RuleResult::decline("a branch returns a non-tensor value that differs per member");
-      }
-    }
-  }
   for (size_t i = 0; i < tmpl->outputs().size(); ++i) {
-    ValueKind kind = ValueKind::Uniform;
-    for (const auto& outputs : branch_outputs) {
-      if (outputs[i].kind == ValueKind::Array) kind = ValueKind::Array;
-    }
+    std::vector<FusedValue> per_branch;
+    for (const auto& outputs : branch_outputs) per_branch.push_back(outputs[i]);
+    const ValueKind kind = joinKinds(per_branch);
     for (size_t b = 0; b < branch_outputs.size(); ++b) {
       WithInsertPoint end_of_branch(fused->blocks()[b]);
-      auto* out = kind == ValueKind::Array ? ctx.fuser().toArray(branch_outputs[b][i])
-                                           : branch_outputs[b][i].value;
-      fused->blocks()[b]->registerOutput(out);
+      fused->blocks()[b]->registerOutput(convert(ctx.fuser(), per_branch[b], kind));
     }
-    fused->addOutput()->setType(tmpl->output(i)->type());
+    fused->addOutput()->setType(kind == ValueKind::PerMember
+                                    ? c10::ListType::create(tmpl->output(i)->type())
+                                    : tmpl->output(i)->type());
     ctx.bindOutput(i, fused->output(i), kind);
   }
   return RuleResult::fused();

@@ -1,9 +1,9 @@
-// Convolutions: B members' convolutions become one grouped convolution over
-// the channel-folded input (hfta::conv folds [B, N, C, *] into [N, B*C, *]).
-// A shared input feeds one dense convolution with B*C_out channels instead.
+// Convolutions: B members' convolutions become one grouped convolution that
+// reads and writes the channel-folded layout [N, B*C, *]. A shared input is
+// passed as it is: one dense convolution with B*C_out channels reads it.
 //
 //   %y = aten::conv2d(%x, %w, %b, %stride, %pad, %dil, %groups)
-//     ->  %y = hfta::conv(%x, %w, %b, %stride, %pad, %dil, %groups)
+//     ->  %y = hfta::conv(%x_folded, %w, %b, %stride, %pad, %dil, %groups)   # Folded
 #include "passes/rules/rules.h"
 
 namespace hfta {
@@ -21,9 +21,10 @@ RuleResult fuseConvolution(RuleContext& ctx, c10::Symbol op) {
   }
   if (!ctx.uniformFrom(3)) return RuleResult::decline("a convolution setting differs per member");
   if (ctx.kind(2) == ValueKind::PerMember) return RuleResult::decline("the bias is not a tensor");
-  std::vector<torch::jit::NamedValue> args{ctx.arrayOrBroadcast(0), ctx.array(1), ctx.arrayOrNone(2)};
+  auto* input = ctx.kind(0) == ValueKind::Uniform ? ctx.uniform(0) : ctx.folded(0);
+  std::vector<torch::jit::NamedValue> args{input, ctx.array(1), ctx.arrayOrNone(2)};
   for (size_t i = 3; i < ctx.node()->inputs().size(); ++i) args.emplace_back(ctx.uniform(i));
-  ctx.bindOutput(0, ctx.insert(op, args), ValueKind::Array);
+  ctx.bindOutput(0, ctx.insert(op, args), ValueKind::Folded);
   return RuleResult::fused();
 }
 

@@ -1,5 +1,7 @@
 // Element-wise ops act on each element alone, so they act on each member
-// alone: the op runs once on the [B, ...] array. Binary ops first line up
+// alone: the op runs once on the [B, ...] array, or on the channel-folded
+// value as it is (two folded operands too: they are laid out alike). Binary
+// ops on member-leading operands first line up
 // the operands' member dims (hfta::align), so that a member's [F] bias
 // broadcasts against its [N, F] activations as it did alone:
 //
@@ -13,8 +15,16 @@ namespace {
 
 const c10::Symbol kAlign = c10::Symbol::fromQualString("hfta::align");
 
+bool bothFolded(const RuleContext& ctx) {
+  return ctx.kind(0) == ValueKind::Folded && ctx.kind(1) == ValueKind::Folded;
+}
+
 RuleResult fuseBinary(RuleContext& ctx) {
   if (!ctx.uniformFrom(2)) return RuleResult::decline("a scalar argument differs per member");
+  if (bothFolded(ctx)) {
+    ctx.bindOutputsByType(ctx.insertCopy({}), ValueKind::Folded);
+    return RuleResult::fused();
+  }
   auto* a = ctx.arrayOrBroadcast(0);
   auto* b = ctx.arrayOrBroadcast(1);
   auto* aligned_a = ctx.insert(kAlign, {a, b});
@@ -23,15 +33,26 @@ RuleResult fuseBinary(RuleContext& ctx) {
   return RuleResult::fused();
 }
 
-// self.op_(other): self must already be per-member (it is written).
+// self.op_(other): self must already be per-member (it is written). A
+// folded self with a member-leading other is written through its Array
+// view, and stays folded.
 RuleResult fuseBinaryInPlace(RuleContext& ctx) {
-  if (ctx.kind(0) != ValueKind::Array) {
+  if (!isPerMemberTensor(ctx.kind(0))) {
     return RuleResult::decline("writes per-member values into a tensor all members share");
   }
   if (!ctx.uniformFrom(2)) return RuleResult::decline("a scalar argument differs per member");
+  if (bothFolded(ctx)) {
+    ctx.bindOutputsByType(ctx.insertCopy({}), ValueKind::Folded);
+    return RuleResult::fused();
+  }
   auto* self = ctx.array(0);
   auto* other = ctx.insert(kAlign, {ctx.arrayOrBroadcast(1), self});
-  ctx.bindOutputsByType(ctx.insertCopy({{0, self}, {1, other}}));
+  auto* copy = ctx.insertCopy({{0, self}, {1, other}});
+  if (ctx.kind(0) == ValueKind::Folded) {
+    ctx.bindOutput(0, ctx.input(0).value, ValueKind::Folded);
+  } else {
+    ctx.bindOutputsByType(copy);
+  }
   return RuleResult::fused();
 }
 
@@ -39,12 +60,16 @@ RuleResult fuseBinaryInPlace(RuleContext& ctx) {
 
 RuleResult fusePerElement(RuleContext& ctx) {
   if (!ctx.uniformFrom(1)) return RuleResult::decline("a scalar argument differs per member");
-  ctx.bindOutputsByType(ctx.insertCopy({{0, ctx.array(0)}}));
+  if (ctx.kind(0) == ValueKind::Folded) {
+    ctx.bindOutputsByType(ctx.insertCopy({}), ValueKind::Folded);
+  } else {
+    ctx.bindOutputsByType(ctx.insertCopy({{0, ctx.array(0)}}));
+  }
   return RuleResult::fused();
 }
 
 RuleResult fusePerElementInPlace(RuleContext& ctx) {
-  if (ctx.kind(0) != ValueKind::Array) {
+  if (!isPerMemberTensor(ctx.kind(0))) {
     return RuleResult::decline("writes per-member values into a tensor all members share");
   }
   return fusePerElement(ctx);

@@ -53,6 +53,7 @@ std::vector<RuleEntry> linearRules() {
       {"aten::linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor", "linear", fuseLinear},
       {"aten::matmul(Tensor self, Tensor other) -> Tensor", "linear", fuseMatmul},
       {"aten::mm(Tensor self, Tensor mat2) -> Tensor", "linear", fuseMatmul},
+      {"aten::bmm(Tensor self, Tensor mat2) -> Tensor", "linear", fuseMatmul},
       {"aten::addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor",
        "linear", fuseAddmm},
       {"aten::t(Tensor(a) self) -> Tensor(a)", "linear", fuseTranspose},

@@ -2,23 +2,27 @@
 // statistics are per (member, channel), i.e. each member's own. Weight,
 // bias and running statistics are stacked [B, C] and passed as [B*C] views,
 // so the in-place updates of the running statistics land in each member's
-// slice of the stacked buffers.
+// slice of the stacked buffers. momentum=None makes the momentum each
+// member's 1 / num_batches_tracked: a per-member list, which
+// hfta::batch_norm_momenta takes.
 //
 //   %y = aten::batch_norm(%x, %w, %b, %mean, %var, %training, %momentum, %eps, %cudnn)
-//     ->  %y = hfta::batch_norm(%x, %w, %b, %mean, %var, %training, %momentum, %eps, %cudnn)
+//     ->  %y = hfta::batch_norm(%x_folded, %w, %b, %mean, %var, %training, %momentum, %eps, %cudnn)
 #include "passes/rules/rules.h"
 
 namespace hfta {
 namespace {
 
 const c10::Symbol kBatchNorm = c10::Symbol::fromQualString("hfta::batch_norm");
+const c10::Symbol kBatchNormMomenta = c10::Symbol::fromQualString("hfta::batch_norm_momenta");
 const c10::Symbol kPrelu = c10::Symbol::fromQualString("hfta::prelu");
 
 RuleResult fuseBatchNorm(RuleContext& ctx) {
-  if (!ctx.uniformFrom(5)) {
-    return RuleResult::decline("training, momentum or eps differs per member (e.g. momentum=None)");
+  constexpr size_t kTraining = 5, kMomentum = 6, kEps = 7, kCudnn = 8;
+  for (size_t i : {kTraining, kEps, kCudnn}) {
+    if (ctx.kind(i) != ValueKind::Uniform) return RuleResult::decline("training or eps differs per member");
   }
-  std::vector<torch::jit::NamedValue> args{ctx.array(0)};
+  std::vector<torch::jit::NamedValue> args{ctx.folded(0)};
   for (size_t i = 1; i <= 4; ++i) {  // weight, bias, running_mean, running_var
     if (ctx.kind(i) == ValueKind::PerMember) return RuleResult::decline("a statistic is not a tensor");
     const bool none = ctx.kind(i) == ValueKind::Uniform && ctx.input(i).value->mustBeNone();
@@ -27,8 +31,12 @@ RuleResult fuseBatchNorm(RuleContext& ctx) {
     }
     args.emplace_back(ctx.input(i).value);
   }
-  for (size_t i = 5; i <= 8; ++i) args.emplace_back(ctx.uniform(i));
-  ctx.bindOutput(0, ctx.insert(kBatchNorm, args), ValueKind::Array);
+  const bool one_momentum = ctx.kind(kMomentum) == ValueKind::Uniform;
+  args.emplace_back(ctx.uniform(kTraining));
+  args.emplace_back(one_momentum ? ctx.uniform(kMomentum) : ctx.fuser().toPerMember(ctx.input(kMomentum)));
+  args.emplace_back(ctx.uniform(kEps));
+  args.emplace_back(ctx.uniform(kCudnn));
+  ctx.bindOutput(0, ctx.insert(one_momentum ? kBatchNorm : kBatchNormMomenta, args), ValueKind::Folded);
   return RuleResult::fused();
 }
 
