@@ -111,8 +111,10 @@ def main(description, kinds, default_kind):
     parser.add_argument("--kind", choices=sorted(kinds), default=default_kind)
     parser.add_argument("--members", type=int, default=3)
     parser.add_argument("--first-seed", type=int, default=0)
+    parser.add_argument("--width", type=float, help="channel multiplier (models that take one)")
     args = parser.parse_args()
-    for p in save_members(args.out_dir, args.kind, args.members, args.first_seed):
+    kwargs = {} if args.width is None else {"width": args.width}
+    for p in save_members(args.out_dir, args.kind, args.members, args.first_seed, **kwargs):
         print(p)
 
 

@@ -48,6 +48,13 @@ at::Tensor repeat(const at::Tensor& array, at::IntArrayRef repeats) {
   return array.reshape(shape).repeat(stacked);
 }
 
+std::vector<int64_t> folded_member_sizes(const at::Tensor& folded, int64_t array_size) {
+  auto sizes = folded.sizes().vec();
+  TORCH_CHECK(sizes.size() >= 2, "hfta::folded_member_sizes: expected [N, B*C, ...], got ", folded.sizes());
+  sizes[1] /= array_size;
+  return sizes;
+}
+
 int64_t stacked_dim(int64_t dim) { return dim >= 0 ? dim + 1 : dim; }
 
 std::vector<int64_t> stacked_dims(std::vector<int64_t> dims) {

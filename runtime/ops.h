@@ -66,6 +66,8 @@ at::Tensor expand_members(const at::Tensor& t, int64_t array_size);
 // become [N, B*C, *] (a copy), and back (a view).
 at::Tensor fold_channels(const at::Tensor& array, int64_t array_size);
 at::Tensor unfold_channels(const at::Tensor& folded, int64_t array_size);
+// A member's sizes, read off its folded value.
+std::vector<int64_t> folded_member_sizes(const at::Tensor& folded, int64_t array_size);
 // One member's value as B identical members: [B, *shape] (an expand view).
 at::Tensor broadcast_to_members(const at::Tensor& self, int64_t array_size);
 // Tensor.repeat per member (repeats may add leading member dims).

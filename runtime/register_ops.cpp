@@ -19,6 +19,7 @@ TORCH_LIBRARY(hfta, m) {
   m.def("prelu(Tensor self, Tensor weight) -> Tensor");
   m.def("align(Tensor(a) self, Tensor other) -> Tensor(a)");
   m.def("broadcast_to_members(Tensor(a) self, int array_size) -> Tensor(a)");
+  m.def("folded_member_sizes(Tensor folded, int array_size) -> int[]", hfta::ops::folded_member_sizes);
   m.def("stacked_dim(int dim) -> int", hfta::ops::stacked_dim);
   m.def("stacked_dims(int[] dims) -> int[]", hfta::ops::stacked_dims);
   m.def("member(Tensor(a)? self, int index) -> Tensor(a)?");

@@ -105,11 +105,23 @@ RuleResult fuseRepeat(RuleContext& ctx) {
 
 RuleResult fuseSizeOfDim(RuleContext& ctx) {
   if (ctx.kind(1) != ValueKind::Uniform) return RuleResult::decline("the dim differs per member");
+  // A folded value has the member's rank, batch size and spatial sizes.
+  const auto dim = torch::jit::constant_as<int64_t>(ctx.input(1).value);
+  if (ctx.kind(0) == ValueKind::Folded && dim && (*dim == 0 || *dim >= 2)) {
+    ctx.bindOutput(0, ctx.insert(c10::aten::size, {ctx.input(0).value, *dim}), ValueKind::Uniform);
+    return RuleResult::fused();
+  }
   ctx.bindOutput(0, ctx.insert(c10::aten::size, {ctx.array(0), ctx.stackedDim(1)}), ValueKind::Uniform);
   return RuleResult::fused();
 }
 
 RuleResult fuseSizes(RuleContext& ctx) {
+  if (ctx.kind(0) == ValueKind::Folded) {
+    ctx.bindOutput(0, ctx.insert(c10::Symbol::fromQualString("hfta::folded_member_sizes"),
+                                 {ctx.input(0).value, ctx.arraySize()}),
+                   ValueKind::Uniform);
+    return RuleResult::fused();
+  }
   auto* sizes = ctx.insert(c10::aten::size, {ctx.array(0)});
   auto* none = ctx.graph().insertConstant(c10::IValue());
   ctx.bindOutput(0, ctx.insert(c10::aten::slice, {sizes, 1, none, 1}), ValueKind::Uniform);
@@ -117,6 +129,10 @@ RuleResult fuseSizes(RuleContext& ctx) {
 }
 
 RuleResult fuseDim(RuleContext& ctx) {
+  if (ctx.kind(0) == ValueKind::Folded) {
+    ctx.bindOutput(0, ctx.insert(c10::aten::dim, {ctx.input(0).value}), ValueKind::Uniform);
+    return RuleResult::fused();
+  }
   auto* dim = ctx.insert(c10::aten::dim, {ctx.array(0)});
   ctx.bindOutput(0, ctx.insert(c10::aten::sub, {dim, 1}), ValueKind::Uniform);
   return RuleResult::fused();
