@@ -88,18 +88,18 @@ class FallbackMLP(nn.Module):
 MODELS = {"mlp": MLP, "wide": WideMLP, "fallback": FallbackMLP}
 
 
-def make_member(kind, seed, **kwargs):
+def make_member(kind, seed, dtype=torch.float32, **kwargs):
     torch.manual_seed(seed)
-    return torch.jit.script(MODELS[kind](**kwargs))
+    return torch.jit.script(MODELS[kind](**kwargs).to(dtype))
 
 
-def save_members(out_dir, kind="mlp", members=3, first_seed=0, prefix=None, **kwargs):
+def save_members(out_dir, kind="mlp", members=3, first_seed=0, prefix=None, dtype=torch.float32, **kwargs):
     """Writes OUT_DIR/<prefix or kind>_<b>.pt, member b seeded first_seed + b."""
     os.makedirs(out_dir, exist_ok=True)
     paths = []
     for b in range(members):
         path = os.path.join(out_dir, f"{prefix or kind}_{b}.pt")
-        torch.jit.save(make_member(kind, first_seed + b, **kwargs), path)
+        torch.jit.save(make_member(kind, first_seed + b, dtype, **kwargs), path)
         paths.append(path)
     return paths
 

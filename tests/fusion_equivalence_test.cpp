@@ -19,7 +19,7 @@ at::Tensor firstOutput(const c10::IValue& out) {
 
 at::Tensor summedMemberLoss(const at::Tensor& output, const at::Tensor& target) {
   // Each member's mean squared error, summed: member b's gradient is its own.
-  return (output - target).pow(2).mean(/*dim=*/{1, 2}).sum();
+  return (output - target).pow(2).flatten(1).mean(/*dim=*/1).sum();
 }
 
 std::vector<at::Tensor> parametersOf(const torch::jit::Module& m) {
@@ -82,7 +82,8 @@ TEST_P(FusionEquivalence, GradientsOfSummedLossMatchEachMembersOwn) {
   }
 }
 
-TEST_P(FusionEquivalence, TwentySgdStepsWithPerMemberSettingsMatchTrainingAlone) {
+// 20 steps for the small families, 5 for the published CNNs.
+TEST_P(FusionEquivalence, SgdStepsWithPerMemberSettingsMatchTrainingAlone) {
   trainFused(fused_.module, ref_);
   const auto trained = ref_.tensors("trained");
   for (const auto& p : fused_.module.named_parameters()) {
@@ -136,6 +137,30 @@ INSTANTIATE_TEST_SUITE_P(MlpFamilies, FusionEquivalence,
                          ::testing::Values("mlp", "mlp_seed10", "wide", "wide_seed20", "fallback",
                                            "lenet", "resblock", "resblock_seed30", "pointnet",
                                            "generator"));
+
+// The published CNNs of examples/vision.py at small widths, 3 members.
+INSTANTIATE_TEST_SUITE_P(VisionNetworks, FusionEquivalence,
+                         ::testing::Values("resnet18", "mobilenet_v2", "pointnet_cls", "pointnet_seg",
+                                           "dcgan_g", "dcgan_d"));
+
+TEST(FusionReport, VisionNetworksFuseWithoutFallback) {
+  for (const std::string kind :
+       {"resnet18", "mobilenet_v2", "pointnet_cls", "pointnet_seg", "dcgan_g", "dcgan_d"}) {
+    auto fused = fuse(loadMembers(testing::memberPaths(kind)));
+    EXPECT_TRUE(fused.report.fallbacks.empty()) << kind << ":\n" << fused.report.text();
+  }
+}
+
+// Convolutional values stay channel-folded from the first convolution to
+// the pooled features: one conversion in, one out (none in with a shared
+// input, which the first convolution reads as it is).
+TEST(FusionReport, ResNetAndMobileNetConvertLayoutsOnlyAtTheEnds) {
+  for (const std::string kind : {"resnet18", "mobilenet_v2"}) {
+    auto members = loadMembers(testing::memberPaths(kind));
+    EXPECT_EQ(fuse(members).report.layout_conversions, 2) << kind;
+    EXPECT_EQ(fuse(members, {/*shared_input=*/true}).report.layout_conversions, 1) << kind;
+  }
+}
 
 TEST(FusionReport, MlpFamiliesFuseWithoutFallbackAndCumsumFallsBack) {
   for (const std::string kind : {"mlp", "wide"}) {

@@ -77,6 +77,12 @@ TEST(Lockstep, DifferentKernelSizesNameTheWeightAndBothShapes) {
                  {"`conv2.weight`", "[16, 6, 5, 5]", "[16, 6, 3, 3]"});
 }
 
+TEST(Lockstep, DifferentConvolutionGroupsNameTheWeightAndBothShapes) {
+  // groups divides the weight's input channels: the shapes differ first.
+  expectContains(fuseError({"mismatch/lenet.pt", "mismatch/lenet_groups.pt"}),
+                 {"`conv2.weight`", "[16, 6, 5, 5]", "[16, 3, 5, 5]"});
+}
+
 TEST(Lockstep, DifferentBatchNormEpsAndMomentumNameTheLineAndBothValues) {
   expectContains(fuseError({"mismatch/lenet.pt", "mismatch/lenet_eps.pt"}),
                  {"1e-05 in one and 0.001 in the other", "cnn.py:"});

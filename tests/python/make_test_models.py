@@ -4,8 +4,9 @@ answers (the oracle) for the C++ and lit tests.
 Writes into OUT_DIR:
   <kind>_<b>.pt             members of each model family in examples/mlp.py
   <kind>_reference.pt       per member: inputs, outputs, gradients, and the
-                            parameters after 20 SGD steps, each member trained
-                            alone with torch.optim.SGD
+                            parameters and buffers after 20 SGD steps (5 for
+                            the examples/vision.py networks), each member
+                            trained alone with torch.optim.SGD
   mismatch/*.pt             members that must not fuse, one file per defect
   not_a_model.pt            a text file with a .pt name
 """
@@ -18,6 +19,7 @@ from torch import nn
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples"))
 import mlp  # noqa: E402
 import cnn  # noqa: E402  (registers the CNN families with mlp.MODELS)
+import vision  # noqa: E402  (and the published CNNs)
 
 MEMBERS = 3
 BATCH = 8
@@ -28,7 +30,23 @@ SGD_SETTINGS = [
     dict(lr=0.02, momentum=0.9, dampening=0.0, weight_decay=1e-3, nesterov=True),
     dict(lr=0.10, momentum=0.5, dampening=0.1, weight_decay=0.0, nesterov=False),
 ]
-IN_SHAPES = {"mlp": (4, 4), "wide": (16,), "fallback": (16,), **cnn.INPUT_SHAPES}
+IN_SHAPES = {"mlp": (4, 4), "wide": (16,), "fallback": (16,), **cnn.INPUT_SHAPES, **vision.INPUT_SHAPES}
+# The published CNNs at small widths (the architecture is what the tests
+# check), 5 steps, batch 4; PointNet's dropout off (a mask differs from
+# PyTorch's draw), as for the other families. In float64: in float32 these
+# deep networks, with batch norm over batches of 4, amplify the rounding of
+# a different summation order (a grouped convolution sums in another order
+# than B separate ones) to ~1e-4 relative after 5 steps, which would hide a
+# real error of that size; in float64 fused and alone agree to ~1e-14.
+VISION = {"resnet18": dict(width=0.125), "mobilenet_v2": dict(width=0.125),
+          "pointnet_cls": dict(width=0.0625, dropout=0.0), "pointnet_seg": dict(width=0.0625),
+          "dcgan_g": dict(width=0.0625), "dcgan_d": dict(width=0.0625)}
+VISION_STEPS = 5
+VISION_BATCH = 4
+
+
+def first(output):
+    return output[0] if isinstance(output, tuple) else output
 
 
 def loss_of(output, target):
@@ -38,14 +56,16 @@ def loss_of(output, target):
     return ((output - target) ** 2).mean()
 
 
-def reference(kind, paths, seed, settings, diverge=None):
+def reference(kind, paths, seed, settings, steps=STEPS, batch=BATCH):
     """PyTorch's answers for each member trained alone."""
     gen = torch.Generator().manual_seed(seed)
     members = [torch.jit.load(p) for p in paths]
-    classes = members[0](torch.zeros((1,) + IN_SHAPES[kind]))
-    classes = (classes[0] if isinstance(classes, tuple) else classes).shape[-1]
-    xs = torch.randn((STEPS, MEMBERS, BATCH) + IN_SHAPES[kind], generator=gen)
-    ys = torch.randn((STEPS, MEMBERS, BATCH, classes), generator=gen)
+    dtype = next(members[0].parameters()).dtype
+    members[0].eval()
+    with torch.no_grad():
+        out_shape = first(members[0](torch.zeros((batch,) + IN_SHAPES[kind], dtype=dtype))).shape
+    xs = torch.randn((steps, MEMBERS, batch) + IN_SHAPES[kind], generator=gen, dtype=dtype)
+    ys = torch.randn((steps, MEMBERS) + tuple(out_shape), generator=gen, dtype=dtype)
     ref = {"x": xs, "y": ys, "outputs": [], "grads": {}, "trained": {}, "buffers": {},
            "eval_outputs": []}
     for b, model in enumerate(members):
@@ -60,7 +80,7 @@ def reference(kind, paths, seed, settings, diverge=None):
         model = torch.jit.load(paths[b])
         model.train()
         opt = torch.optim.SGD(model.parameters(), **settings[b])
-        for step in range(STEPS):
+        for step in range(steps):
             opt.zero_grad()
             loss_of(model(xs[step, b]), ys[step, b]).backward()
             opt.step()
@@ -125,6 +145,7 @@ def write_conv_mismatches(out_dir):
         "lenet_stride.pt": ("conv2", nn.Conv2d(6, 16, 5, stride=2)),
         "lenet_padding.pt": ("conv2", nn.Conv2d(6, 16, 5, padding=1)),
         "lenet_kernel.pt": ("conv2", nn.Conv2d(6, 16, 3)),
+        "lenet_groups.pt": ("conv2", nn.Conv2d(6, 16, 5, groups=2)),
         "lenet_eps.pt": ("bn1", nn.BatchNorm2d(6, eps=1e-3)),
         "lenet_momentum.pt": ("bn1", nn.BatchNorm2d(6, momentum=0.3)),
     }
@@ -146,6 +167,10 @@ def main(out_dir):
         paths = mlp.save_members(out_dir, kind, MEMBERS, first_seed=first_seed, prefix=prefix)
         torch.save(reference(kind, paths, seed=data_seed, settings=SGD_SETTINGS),
                    os.path.join(out_dir, f"{prefix}_reference.pt"))
+    for kind, kwargs in VISION.items():
+        paths = mlp.save_members(out_dir, kind, MEMBERS, dtype=torch.float64, **kwargs)
+        torch.save(reference(kind, paths, seed=1, settings=SGD_SETTINGS, steps=VISION_STEPS, batch=VISION_BATCH),
+                   os.path.join(out_dir, f"{kind}_reference.pt"))
     # One member diverges (a huge learning rate); the others must not notice.
     diverging = [dict(s) for s in SGD_SETTINGS]
     diverging[1] = dict(lr=1e6, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False)
