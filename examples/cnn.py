@@ -89,9 +89,45 @@ class TinyGenerator(nn.Module):
         return torch.flatten(self.net(z), 1)
 
 
-MODELS = {"lenet": LeNet, "resblock": ResBlockNet, "pointnet": PointNetLike, "generator": TinyGenerator}
+class LayerZoo(nn.Module):
+    """The remaining conv, pooling and shape forms, 2-D and 1-D: 'valid' and
+    'same' padding, dilation, replicate padding, max pooling with indices
+    and ceil_mode, average pooling with count_include_pad=False and a
+    divisor_override, adaptive max and average pooling, a grouped
+    transposed convolution with output_padding, amax and mean over spatial
+    dims, chunk, split, permute, contiguous, squeeze and unsqueeze."""
+
+    def __init__(self, classes=5):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 6, 3, padding="valid", dilation=2)
+        self.up = nn.ConvTranspose2d(6, 4, 3, stride=2, padding=1, output_padding=1, groups=2)
+        self.conv1d = nn.Conv1d(6, 6, 3, padding="same")
+        self.head = nn.Linear(6 + 6 + 24 + 4, classes)
+
+    def forward(self, x):
+        a = self.conv(x)                                      # [N, 6, 8, 8]
+        a = F.pad(a, (1, 1, 1, 1), mode="replicate")          # 10 x 10
+        a, idx = F.max_pool2d(a, 3, stride=2, ceil_mode=True, return_indices=True)  # 5 x 5
+        a = a + idx.to(a.dtype) * 1e-3
+        a = F.avg_pool2d(a, 2, stride=1, padding=1, count_include_pad=False)        # 6 x 6
+        b = F.adaptive_max_pool2d(F.avg_pool2d(a, 3, divisor_override=4), 1)       # [N, 6, 1, 1]
+        c = self.up(a).amax(dim=(2, 3))                       # [N, 4]
+        t = a.flatten(2)                                      # [N, 6, 36]
+        t1, t2 = t.chunk(2, dim=1)
+        u = torch.cat([t1.amax(dim=2), t2.mean(dim=2)], dim=1).unsqueeze(2).squeeze(2)  # [N, 6]
+        s1, s2 = torch.split(t.permute(0, 2, 1).contiguous(), [20, 16], dim=1)
+        v = F.max_pool1d(s1.transpose(1, 2), 2, ceil_mode=True)                     # [N, 6, 10]
+        v = F.avg_pool1d(v, 3, stride=1, padding=1, count_include_pad=False)
+        w = self.conv1d(F.adaptive_avg_pool1d(v, 4)) + s2.mean(dim=1, keepdim=True).transpose(1, 2)[:, :, :4]
+        z = torch.cat([torch.flatten(b, 1), u, w.flatten(1), c], dim=1)
+        return self.head(z)
+
+
+MODELS = {"lenet": LeNet, "resblock": ResBlockNet, "pointnet": PointNetLike, "generator": TinyGenerator,
+          "zoo": LayerZoo}
 # One member's input shape (without the batch dim), for tests and tools.
-INPUT_SHAPES = {"lenet": (1, 16, 16), "resblock": (3, 8, 8), "pointnet": (3, 32), "generator": (8, 1, 1)}
+INPUT_SHAPES = {"lenet": (1, 16, 16), "resblock": (3, 8, 8), "pointnet": (3, 32), "generator": (8, 1, 1),
+                "zoo": (3, 12, 12)}
 mlp.MODELS.update(MODELS)
 
 if __name__ == "__main__":

@@ -64,12 +64,10 @@ Value* RuleContext::insert(c10::Symbol op, std::vector<torch::jit::NamedValue> a
 }
 
 Node* RuleContext::insertCopy(const std::unordered_map<size_t, Value*>& replaced) {
-  std::unordered_map<Value*, Value*> by_value;
-  for (const auto& [index, value] : replaced) by_value[node_->input(index)] = value;
-  Node* copy = graph().createClone(node_, [&](Value* v) {
-    auto it = by_value.find(v);
-    return it != by_value.end() ? it->second : fuser_.lookup(v).value;
-  });
+  Node* copy = graph().createClone(node_, [&](Value* v) { return fuser_.lookup(v).value; });
+  // By position: one template value may fill two inputs that fuse apart
+  // (slice(x, 1, None, None, 1): the dim moves, the step stays).
+  for (const auto& [index, value] : replaced) copy->replaceInput(index, value);
   return graph().insertNode(copy);
 }
 

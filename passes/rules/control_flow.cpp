@@ -8,8 +8,10 @@
 //     block0(): -> (aten::dropout(%x))        block0(): -> (aten::dropout(%x : [B, ...]))
 //     block1(): -> (%x)                       block1(): -> (%x : [B, ...])
 //
-// An If on a per-member condition (or a Loop that carries per-member values)
-// has no rule and runs per member.
+// A Loop whose trip count and carried values are uniform (shape arithmetic
+// over a per-member tensor's sizes) stays one Loop likewise. An If on a
+// per-member condition, or a Loop that carries per-member values, runs per
+// member.
 #include <torch/csrc/jit/ir/ir.h>
 
 #include "passes/rules/rules.h"
@@ -74,8 +76,40 @@ RuleResult fuseIf(RuleContext& ctx) {
   return RuleResult::fused();
 }
 
+// A Loop whose trip count, condition and carried values are the same in
+// every member (shape arithmetic that reads per-member tensors' sizes) stays
+// one Loop with a fused body.
+RuleResult fuseLoop(RuleContext& ctx) {
+  if (!ctx.uniformFrom(0)) return RuleResult::decline("the loop's trip count or carried values differ per member");
+  Node* tmpl = ctx.node();
+  auto& g = ctx.graph();
+  std::vector<torch::jit::Value*> inputs;
+  for (size_t i = 0; i < tmpl->inputs().size(); ++i) inputs.push_back(ctx.uniform(i));
+  Node* fused = g.insertNode(g.create(c10::prim::Loop, inputs, 0));
+  Block* tmpl_body = tmpl->blocks()[0];
+  Block* body = fused->addBlock();
+  for (torch::jit::Value* param : tmpl_body->inputs()) {
+    ctx.fuser().bind(param, {body->addInput()->setType(param->type()), ValueKind::Uniform});
+  }
+  const auto outputs = ctx.fuser().fuseBlock(tmpl_body, body);
+  for (const auto& out : outputs) {
+    if (out.kind != ValueKind::Uniform) {
+      fused->destroy();
+      return RuleResult::decline("a value carried by the loop differs per member");
+    }
+    body->registerOutput(out.value);
+  }
+  for (size_t i = 0; i < tmpl->outputs().size(); ++i) {
+    fused->addOutput()->setType(tmpl->output(i)->type());
+    ctx.bindOutput(i, fused->output(i), ValueKind::Uniform);
+  }
+  return RuleResult::fused();
+}
+
 }  // namespace
 
-std::vector<RuleEntry> controlFlowRules() { return {{"prim::If", "control flow", fuseIf}}; }
+std::vector<RuleEntry> controlFlowRules() {
+  return {{"prim::If", "control flow", fuseIf}, {"prim::Loop", "control flow", fuseLoop}};
+}
 
 }  // namespace hfta

@@ -101,6 +101,8 @@ std::vector<RuleEntry> elementwiseRules() {
       {"aten::hardsigmoid_(Tensor(a!) self) -> Tensor(a!)", kFamily, fusePerElementInPlace},
       {"aten::hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor", kFamily, fusePerElement},
       {"aten::hardtanh_(Tensor(a!) self, Scalar min_val=-1, Scalar max_val=1) -> Tensor(a!)", kFamily, fusePerElementInPlace},
+      // Casts.
+      {"aten::to.dtype(Tensor(a) self, ScalarType dtype, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None) -> Tensor(a)", kFamily, fusePerElement},
       // Arithmetic with a scalar.
       {"aten::add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor", kFamily, fusePerElement},
       {"aten::sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor", kFamily, fusePerElement},

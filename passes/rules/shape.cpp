@@ -171,6 +171,7 @@ std::vector<RuleEntry> shapeRules() {
       {"aten::squeeze.dims(Tensor(a) self, int[] dim) -> Tensor(a)", kFamily, fuseWithDimList},
       {"aten::transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)", kFamily, fuseWithDims<1, 2>},
       {"aten::permute(Tensor(a) self, int[] dims) -> Tensor(a)", kFamily, fusePermute},
+      {"aten::slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor(a)", kFamily, fuseWithDims<1>},
       {"aten::chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]", kFamily, fuseWithDims<2>},
       {"aten::split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]", kFamily, fuseWithDims<2>},
       {"aten::split.sizes(Tensor(a -> *) self, SymInt[] split_size, int dim=0) -> Tensor(a)[]", kFamily, fuseWithDims<2>},

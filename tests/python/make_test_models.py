@@ -163,7 +163,8 @@ def main(out_dir):
                                                 ("wide", "wide", 0, 1), ("wide_seed20", "wide", 20, 21),
                                                 ("fallback", "fallback", 0, 1), ("lenet", "lenet", 0, 1),
                                                 ("resblock", "resblock", 0, 1), ("resblock_seed30", "resblock", 30, 31),
-                                                ("pointnet", "pointnet", 0, 1), ("generator", "generator", 0, 1)]:
+                                                ("pointnet", "pointnet", 0, 1), ("generator", "generator", 0, 1),
+                                                ("zoo", "zoo", 0, 1)]:
         paths = mlp.save_members(out_dir, kind, MEMBERS, first_seed=first_seed, prefix=prefix)
         torch.save(reference(kind, paths, seed=data_seed, settings=SGD_SETTINGS),
                    os.path.join(out_dir, f"{prefix}_reference.pt"))
