@@ -4,7 +4,7 @@
 // are compared.
 //
 //   mlp_step MEMBER.pt... [--batch N] [--input-shape 4,4] [--classes 10]
-//            [--rounds R] [--threads T]
+//            [--rounds R] [--steps S] [--warmup W] [--threads T]
 // Each step: forward, the members' summed MSE losses, backward, SGD step
 // (hfta::optim::FusedSGD for the fused module, torch::optim::SGD per member).
 #include <torch/torch.h>
@@ -42,12 +42,14 @@ int main(int argc, char** argv) {
   int64_t classes = 10;
   std::vector<std::string> paths;
   int64_t batch = 32;
-  int rounds = 30, steps_per_round = 10, threads = 1;
+  int rounds = 30, steps_per_round = 10, warmup = 20, threads = 1;
   app.add_option("members", paths)->required();
   app.add_option("--batch", batch);
   app.add_option("--input-shape", input_shape, "one sample's shape, e.g. 1,16,16")->delimiter(',');
   app.add_option("--classes", classes, "size of each member's output");
   app.add_option("--rounds", rounds);
+  app.add_option("--steps", steps_per_round, "steps per round");
+  app.add_option("--warmup", warmup, "untimed steps of each first (the profiling executor's runs)");
   app.add_option("--threads", threads, "intra-op threads (1: the per-operator overhead regime)");
   CLI11_PARSE(app, argc, argv);
 
@@ -80,7 +82,7 @@ int main(int argc, char** argv) {
     for (int i = 0; i < steps_per_round; ++i) step();
     return std::chrono::duration<double, std::micro>(Clock::now() - start).count() / steps_per_round;
   };
-  for (int i = 0; i < 20; ++i) {  // warm-up: the profiling executor's first runs
+  for (int i = 0; i < warmup; ++i) {
     fused_step();
     separate_step();
   }

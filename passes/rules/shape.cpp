@@ -75,8 +75,14 @@ RuleResult fuseWithDimList(RuleContext& ctx) {
 // permute(x, dims) -> permute(x, [0] + stacked dims).
 RuleResult fusePermute(RuleContext& ctx) {
   if (ctx.kind(1) != ValueKind::Uniform) return RuleResult::decline("the dims differ per member");
-  auto* dims = ctx.insert(c10::aten::add, {ctx.graph().insertConstant(std::vector<int64_t>{0}),
-                                           ctx.stackedDims(1)});
+  torch::jit::Value* dims = nullptr;
+  if (auto constant = constantInts(ctx.input(1).value)) {
+    std::vector<int64_t> stacked{0};
+    for (int64_t d : *constant) stacked.push_back(d >= 0 ? d + 1 : d);
+    dims = ctx.graph().insertConstant(stacked);
+  } else {
+    dims = ctx.insert(c10::aten::add, {ctx.graph().insertConstant(std::vector<int64_t>{0}), ctx.stackedDims(1)});
+  }
   ctx.bindOutputsByType(ctx.insertCopy({{0, ctx.array(0)}, {1, dims}}));
   return RuleResult::fused();
 }
