@@ -94,13 +94,13 @@ class LayerZoo(nn.Module):
     'same' padding, dilation, replicate padding, max pooling with indices
     and ceil_mode, average pooling with count_include_pad=False and a
     divisor_override, adaptive max and average pooling, a grouped
-    transposed convolution with output_padding, amax and mean over spatial
+    transposed convolution with output_padding and dilation, amax and mean over spatial
     dims, chunk, split, permute, contiguous, squeeze and unsqueeze."""
 
     def __init__(self, classes=5):
         super().__init__()
         self.conv = nn.Conv2d(3, 6, 3, padding="valid", dilation=2)
-        self.up = nn.ConvTranspose2d(6, 4, 3, stride=2, padding=1, output_padding=1, groups=2)
+        self.up = nn.ConvTranspose2d(6, 4, 3, stride=2, padding=1, output_padding=1, groups=2, dilation=2)
         self.conv1d = nn.Conv1d(6, 6, 3, padding="same")
         self.head = nn.Linear(6 + 6 + 24 + 4, classes)
 

@@ -136,17 +136,19 @@ TEST_P(FusionEquivalence, StateDictNamesAreTheMembersWithStackedShapes) {
 INSTANTIATE_TEST_SUITE_P(MlpFamilies, FusionEquivalence,
                          ::testing::Values("mlp", "mlp_seed10", "wide", "wide_seed20", "fallback",
                                            "lenet", "resblock", "resblock_seed30", "pointnet",
-                                           "generator", "zoo"));
+                                           "generator", "zoo", "lenet_traced", "generator_traced"));
 
 // The published CNNs of examples/vision.py at small widths, 3 members.
 INSTANTIATE_TEST_SUITE_P(VisionNetworks, FusionEquivalence,
                          ::testing::Values("resnet18", "mobilenet_v2", "pointnet_cls", "pointnet_seg",
                                            "dcgan_g", "dcgan_d"));
 
-// (and the layer zoo of examples/cnn.py, every other conv/pool/shape form)
+// (and the layer zoo of examples/cnn.py, every other conv/pool/shape form,
+// and traced members, whose convolutions are aten::_convolution)
 TEST(FusionReport, VisionNetworksFuseWithoutFallback) {
   for (const std::string kind :
-       {"resnet18", "mobilenet_v2", "pointnet_cls", "pointnet_seg", "dcgan_g", "dcgan_d", "zoo"}) {
+       {"resnet18", "mobilenet_v2", "pointnet_cls", "pointnet_seg", "dcgan_g", "dcgan_d", "zoo",
+        "lenet_traced", "generator_traced"}) {
     auto fused = fuse(loadMembers(testing::memberPaths(kind)));
     EXPECT_TRUE(fused.report.fallbacks.empty()) << kind << ":\n" << fused.report.text();
   }

@@ -155,6 +155,19 @@ def write_conv_mismatches(out_dir):
         save(model, name)
 
 
+def save_traced(out_dir, kind, prefix):
+    """Members recorded by torch.jit.trace instead of scripted: convolutions
+    then appear as aten::_convolution."""
+    paths = []
+    for b in range(MEMBERS):
+        torch.manual_seed(b)
+        example = torch.randn((BATCH,) + IN_SHAPES[kind])
+        traced = torch.jit.trace(mlp.MODELS[kind](), example, check_trace=False)
+        paths.append(os.path.join(out_dir, f"{prefix}_{b}.pt"))
+        torch.jit.save(traced, paths[-1])
+    return paths
+
+
 def main(out_dir):
     os.makedirs(out_dir, exist_ok=True)
     # (file prefix, model family, first member seed, data seed): two seed
@@ -168,6 +181,10 @@ def main(out_dir):
         paths = mlp.save_members(out_dir, kind, MEMBERS, first_seed=first_seed, prefix=prefix)
         torch.save(reference(kind, paths, seed=data_seed, settings=SGD_SETTINGS),
                    os.path.join(out_dir, f"{prefix}_reference.pt"))
+    for kind in ("lenet", "generator"):
+        paths = save_traced(out_dir, kind, f"{kind}_traced")
+        torch.save(reference(kind, paths, seed=1, settings=SGD_SETTINGS),
+                   os.path.join(out_dir, f"{kind}_traced_reference.pt"))
     for kind, kwargs in VISION.items():
         paths = mlp.save_members(out_dir, kind, MEMBERS, dtype=torch.float64, **kwargs)
         torch.save(reference(kind, paths, seed=1, settings=SGD_SETTINGS, steps=VISION_STEPS, batch=VISION_BATCH),
