@@ -93,7 +93,8 @@ class LayerZoo(nn.Module):
     """The remaining conv, pooling and shape forms, 2-D and 1-D: 'valid' and
     'same' padding, dilation, replicate padding, max pooling with indices
     and ceil_mode, average pooling with count_include_pad=False and a
-    divisor_override, adaptive max and average pooling, a grouped
+    divisor_override, in-place channel dropout, adaptive max and average
+    pooling, a grouped
     transposed convolution with output_padding and dilation, amax and mean over spatial
     dims, chunk, split, permute, contiguous, squeeze and unsqueeze."""
 
@@ -110,6 +111,7 @@ class LayerZoo(nn.Module):
         a, idx = F.max_pool2d(a, 3, stride=2, ceil_mode=True, return_indices=True)  # 5 x 5
         a = a + idx.to(a.dtype) * 1e-3
         a = F.avg_pool2d(a, 2, stride=1, padding=1, count_include_pad=False)        # 6 x 6
+        a = F.dropout2d(a, 0.0, self.training, inplace=True)  # the in-place form; p = 0 keeps the oracle exact
         b = F.adaptive_max_pool2d(F.avg_pool2d(a, 3, divisor_override=4), 1)       # [N, 6, 1, 1]
         c = self.up(a).amax(dim=(2, 3))                       # [N, 4]
         t = a.flatten(2)                                      # [N, 6, 36]

@@ -3,6 +3,7 @@
 // give the root class the fused forward. The members' own code is kept, as
 // the method below, so that split can give a member back as a plain module.
 #include <torch/csrc/jit/passes/inliner.h>
+#include <torch/csrc/jit/passes/lower_tuples.h>
 
 #include <fmt/format.h>
 
@@ -38,6 +39,9 @@ std::shared_ptr<Graph> inlinedForward(const Member& member) {
   }
   auto graph = forward->graph()->copy();
   torch::jit::Inline(*graph);
+  // Tuples built only to be unpacked (what inlining a function that
+  // returns several values leaves) would hide their elements' layouts.
+  torch::jit::LowerSimpleTuples(graph);
   return graph;
 }
 

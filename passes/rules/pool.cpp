@@ -47,6 +47,15 @@ RuleResult fusePad(RuleContext& ctx) {
   return fuseChannelwise(ctx);
 }
 
+// In-place channel dropout writes its input: only a folded value, which it
+// can write as it is (the member-leading form would write a folded copy).
+RuleResult fuseChannelDropoutInPlace(RuleContext& ctx) {
+  if (ctx.kind(0) != ValueKind::Folded) {
+    return RuleResult::decline("in-place channel dropout of a value that is not channel-folded");
+  }
+  return fuseChannelwise(ctx);
+}
+
 }  // namespace
 
 std::vector<RuleEntry> poolRules() {
@@ -62,6 +71,7 @@ std::vector<RuleEntry> poolRules() {
       {"aten::adaptive_max_pool2d(Tensor self, int[2] output_size) -> (Tensor, Tensor)", kFamily, fuseChannelwise},
       {"aten::pad(Tensor self, SymInt[] pad, str mode=\"constant\", float? value=None) -> Tensor", kFamily, fusePad},
       {"aten::feature_dropout(Tensor input, float p, bool train) -> Tensor", kFamily, fuseChannelwise},
+      {"aten::feature_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)", kFamily, fuseChannelDropoutInPlace},
   };
 }
 
