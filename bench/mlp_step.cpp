@@ -17,7 +17,7 @@
 #include <chrono>
 
 #include "passes/hfta/hfta.h"
-#include "runtime/sgd.h"
+#include "runtime/optim/optimizers.h"
 
 namespace {
 

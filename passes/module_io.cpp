@@ -2,11 +2,10 @@
 // turned into messages that say what to fix.
 #include <fmt/format.h>
 
-#include <cstdio>
 #include <filesystem>
-#include <unistd.h>
 
 #include "passes/hfta/hfta.h"
+#include "runtime/atomic_file.h"
 
 namespace hfta {
 namespace {
@@ -37,30 +36,10 @@ std::vector<Member> loadMembers(const std::vector<std::string>& paths) {
 }
 
 void saveModule(const torch::jit::Module& module, const std::string& path) {
-  namespace fs = std::filesystem;
-  const fs::path target(path);
-  const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec)) {
-    throw UserError(fmt::format("cannot write {}: folder {} does not exist", path, dir.string()));
-  }
-  std::string tmp = (dir / ("." + target.filename().string() + ".tmp-XXXXXX")).string();
-  const int fd = mkstemp(tmp.data());
-  if (fd < 0) {
-    throw UserError(fmt::format("cannot write {}: {} (choose a writable output path)", path,
-                                std::strerror(errno)));
-  }
-  close(fd);
   try {
-    module.save(tmp);
-  } catch (const c10::Error& e) {
-    std::remove(tmp.c_str());
-    throw UserError(fmt::format("cannot write {}: {}", path, firstLine(e.what_without_backtrace())));
-  }
-  fs::rename(tmp, target, ec);
-  if (ec) {
-    std::remove(tmp.c_str());
-    throw UserError(fmt::format("cannot write {}: {}", path, ec.message()));
+    writeAtomically(path, [&](const std::string& tmp) { module.save(tmp); });
+  } catch (const FileWriteError& e) {
+    throw UserError(e.what());
   }
 }
 

@@ -2,7 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "passes/hfta/hfta.h"
-#include "runtime/sgd.h"
+#include "runtime/optim/optimizers.h"
 #include "tests/test_support.h"
 
 namespace hfta {

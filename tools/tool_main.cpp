@@ -2,11 +2,10 @@
 
 #include <fmt/format.h>
 
-#include <cstdio>
-#include <filesystem>
 #include <fstream>
 
 #include "passes/hfta/hfta.h"
+#include "runtime/atomic_file.h"
 
 namespace hfta::tools {
 
@@ -32,20 +31,14 @@ int runTool(CLI::App& app, int argc, char** argv, const std::function<int()>& bo
 }
 
 void writeTextFile(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp);
-    out << text;
-    if (!out) {
-      std::remove(tmp.c_str());
-      throw UserError(fmt::format("cannot write {}: choose a writable path", path));
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::remove(tmp.c_str());
-    throw UserError(fmt::format("cannot write {}: {}", path, ec.message()));
+  try {
+    writeAtomically(path, [&](const std::string& tmp) {
+      std::ofstream out(tmp);
+      out << text;
+      if (!out) throw std::runtime_error("the write failed");
+    });
+  } catch (const FileWriteError& e) {
+    throw UserError(e.what());
   }
 }
 

@@ -1,0 +1,117 @@
+// The multi-tensor kernel: block i updates chunk i (at most kChunk elements
+// of one member of one tensor) with that member's scalars.
+#include <ATen/Dispatch.h>
+#include <ATen/OpMathType.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAGuard.h>
+
+#include <cstring>
+
+#include "runtime/optim/multi_tensor.h"
+
+namespace hfta::optim::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int64_t kChunk = 16 * 1024;
+
+template <typename scalar_t>
+struct TensorPointers {
+  scalar_t* param;
+  const scalar_t* grad;
+  scalar_t* state[rules::kMaxStates];
+};
+
+struct Chunk {
+  int64_t tensor, member, begin, end;
+};
+
+template <typename Rule, typename scalar_t>
+__global__ void multiTensorKernel(const TensorPointers<scalar_t>* tensors, const Chunk* chunks,
+                                  const typename Rule::Scalars* scalars, int64_t members) {
+  using acc = at::opmath_type<scalar_t>;
+  const Chunk c = chunks[blockIdx.x];
+  const TensorPointers<scalar_t> t = tensors[c.tensor];
+  const typename Rule::Scalars s = scalars[c.tensor * members + c.member];
+  for (int64_t k = c.begin + threadIdx.x; k < c.end; k += blockDim.x) {
+    acc state[rules::kMaxStates];
+#pragma unroll
+    for (int j = 0; j < rules::kMaxStates; ++j) {
+      if (t.state[j] != nullptr) state[j] = t.state[j][k];
+    }
+    acc p = t.param[k];
+    Rule::template apply<acc>(p, static_cast<acc>(t.grad[k]), state, s);
+    t.param[k] = p;
+#pragma unroll
+    for (int j = 0; j < rules::kMaxStates; ++j) {
+      if (t.state[j] != nullptr) t.state[j][k] = state[j];
+    }
+  }
+}
+
+// Appends `n` objects to a byte buffer and returns where they start.
+template <typename T>
+size_t append(std::vector<char>& bytes, const T* data, size_t n) {
+  const size_t offset = (bytes.size() + alignof(std::max_align_t) - 1) / alignof(std::max_align_t) *
+                        alignof(std::max_align_t);
+  bytes.resize(offset + n * sizeof(T));
+  std::memcpy(bytes.data() + offset, data, n * sizeof(T));
+  return offset;
+}
+
+}  // namespace
+
+template <typename Rule>
+void multiTensorApply(TensorGroup& group, const std::vector<typename Rule::Scalars>& scalars, int64_t members) {
+  if (group.params.empty()) return;
+  const auto& first = group.params[0];
+  TORCH_CHECK(first.is_cuda(), "hfta optimizer: multiTensorApply needs CUDA tensors");
+  TORCH_CHECK(scalars.size() == group.params.size() * members, "hfta optimizer: ", scalars.size(),
+              " scalars for ", group.params.size(), " tensors of ", members, " members");
+  const c10::cuda::CUDAGuard guard(first.device());
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, first.scalar_type(), "hfta_multi_tensor", [&] {
+    std::vector<TensorPointers<scalar_t>> tensors;
+    std::vector<Chunk> chunks;
+    for (size_t t = 0; t < group.params.size(); ++t) {
+      auto& p = group.params[t];
+      TORCH_CHECK(p.scalar_type() == first.scalar_type() && p.device() == first.device() && p.is_contiguous() &&
+                      group.grads[t].is_contiguous(),
+                  "hfta optimizer: CUDA parameters must be contiguous, of one dtype and on one device");
+      TensorPointers<scalar_t> ptrs{p.data_ptr<scalar_t>(), group.grads[t].data_ptr<scalar_t>(), {}};
+      for (int j = 0; j < rules::kMaxStates; ++j) {
+        const auto& st = group.states[t][j];
+        ptrs.state[j] = st.defined() ? st.data_ptr<scalar_t>() : nullptr;
+      }
+      tensors.push_back(ptrs);
+      const int64_t member_numel = p.numel() / members;
+      for (int64_t b = 0; b < members; ++b) {
+        for (int64_t begin = b * member_numel; begin < (b + 1) * member_numel; begin += kChunk) {
+          chunks.push_back({static_cast<int64_t>(t), b, begin, std::min(begin + kChunk, (b + 1) * member_numel)});
+        }
+      }
+    }
+    if (chunks.empty()) return;
+    // One host-to-device copy of the whole table.
+    std::vector<char> bytes;
+    const size_t tensors_at = append(bytes, tensors.data(), tensors.size());
+    const size_t chunks_at = append(bytes, chunks.data(), chunks.size());
+    const size_t scalars_at = append(bytes, scalars.data(), scalars.size());
+    auto host = at::empty({static_cast<int64_t>(bytes.size())}, at::TensorOptions(at::kByte).pinned_memory(true));
+    std::memcpy(host.data_ptr(), bytes.data(), bytes.size());
+    auto table = host.to(first.device(), /*non_blocking=*/true);
+    const char* base = static_cast<const char*>(table.data_ptr());
+    multiTensorKernel<Rule, scalar_t><<<chunks.size(), kThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
+        reinterpret_cast<const TensorPointers<scalar_t>*>(base + tensors_at),
+        reinterpret_cast<const Chunk*>(base + chunks_at),
+        reinterpret_cast<const typename Rule::Scalars*>(base + scalars_at), members);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  });
+}
+
+template void multiTensorApply<rules::Sgd>(TensorGroup&, const std::vector<rules::Sgd::Scalars>&, int64_t);
+template void multiTensorApply<rules::Adam>(TensorGroup&, const std::vector<rules::Adam::Scalars>&, int64_t);
+template void multiTensorApply<rules::Adagrad>(TensorGroup&, const std::vector<rules::Adagrad::Scalars>&, int64_t);
+template void multiTensorApply<rules::RMSprop>(TensorGroup&, const std::vector<rules::RMSprop::Scalars>&, int64_t);
+template void multiTensorApply<rules::Adadelta>(TensorGroup&, const std::vector<rules::Adadelta::Scalars>&, int64_t);
+
+}  // namespace hfta::optim::cuda

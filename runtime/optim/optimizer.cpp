@@ -1,0 +1,188 @@
+#include "runtime/optim/optimizer.h"
+
+#include <torch/serialize.h>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <fstream>
+#include <iterator>
+#include <stdexcept>
+
+#include "runtime/atomic_file.h"
+
+namespace hfta::optim {
+
+void checkRange(const Hyper& hyper, const std::string& key, int64_t array_size, double lo, double hi,
+                bool hi_open) {
+  for (int64_t b = 0; b < array_size; ++b) {
+    const double v = hyper.at(key).at(b);
+    if (!(v >= lo && (hi_open ? v < hi : v <= hi))) {
+      throw std::invalid_argument(fmt::format("{} of member {} is {}; it must be in [{}, {}{}", key, b, v,
+                                              lo, hi, hi_open ? ")" : "]"));
+    }
+  }
+}
+
+FusedOptimizer::FusedOptimizer(std::string name, std::vector<at::Tensor> params, int64_t array_size,
+                               Hyper hyper)
+    : name_(std::move(name)),
+      params_(std::move(params)),
+      array_size_(array_size),
+      hyper_(std::move(hyper)),
+      steps_(params_.size(), 0),
+      state_(params_.size()) {
+  if (array_size_ < 1) throw std::invalid_argument(name_ + ": the array size must be at least 1");
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const auto& p = params_[i];
+    if (p.dim() < 1 || p.size(0) != array_size_) {
+      throw std::invalid_argument(fmt::format(
+          "{}: parameter {} has shape [{}], not {} members stacked on dim 0; a parameter "
+          "that all members share cannot take per-member updates (keep it out of the optimizer)",
+          name_, i, fmt::join(p.sizes(), ", "), array_size_));
+    }
+    if (!p.is_contiguous()) {
+      throw std::invalid_argument(fmt::format("{}: parameter {} is not contiguous", name_, i));
+    }
+  }
+}
+
+void FusedOptimizer::checkAll() const {
+  for (const auto& [key, value] : hyper_) value.check(array_size_, name_ + " " + key);
+  check(hyper_);
+}
+
+const PerMember& FusedOptimizer::hyper(const std::string& key) const {
+  auto it = hyper_.find(key);
+  if (it == hyper_.end()) throw std::invalid_argument(fmt::format("{} has no hyper-parameter {}", name_, key));
+  return it->second;
+}
+
+void FusedOptimizer::set_hyper(const std::string& key, PerMember value) {
+  hyper(key);  // exists
+  value.check(array_size_, name_ + " " + key);
+  Hyper candidate = hyper_;
+  candidate.at(key) = std::move(value);
+  check(candidate);
+  hyper_ = std::move(candidate);
+}
+
+std::vector<double> FusedOptimizer::values(const std::string& key) const {
+  return hyper(key).expanded(array_size_);
+}
+
+bool FusedOptimizer::anyNonZero(const std::string& key) const {
+  for (double v : values(key)) {
+    if (v != 0) return true;
+  }
+  return false;
+}
+
+at::Tensor& FusedOptimizer::state(size_t i, const std::string& key, const std::function<at::Tensor()>& init) {
+  auto& slot = state_[i][key];
+  if (!slot.defined()) slot = init().contiguous();
+  return slot;
+}
+
+void FusedOptimizer::step() {
+  at::NoGradGuard no_grad;
+  std::vector<size_t> ready;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (!params_[i].grad().defined()) continue;
+    ++steps_[i];
+    ready.push_back(i);
+  }
+  updateParameters(ready);
+}
+
+void FusedOptimizer::zero_grad() {
+  for (auto& p : params_) {
+    if (p.grad().defined()) p.mutable_grad().reset();
+  }
+}
+
+c10::IValue FusedOptimizer::state_dict() const {
+  c10::impl::GenericDict hyper(c10::StringType::get(), c10::ListType::ofFloats());
+  for (const auto& [key, value] : hyper_) hyper.insert(key, c10::List<double>(value.expanded(array_size_)));
+  c10::impl::GenericList state(c10::DictType::create(c10::StringType::get(), c10::TensorType::get()));
+  for (const auto& tensors : state_) {
+    c10::Dict<std::string, at::Tensor> d;
+    for (const auto& [key, t] : tensors) d.insert(key, t.detach().clone().cpu());
+    state.push_back(d);
+  }
+  c10::impl::GenericDict root(c10::StringType::get(), c10::AnyType::get());
+  root.insert("optimizer", name_);
+  root.insert("array_size", array_size_);
+  root.insert("hyper", hyper);
+  root.insert("steps", c10::List<int64_t>(steps_));
+  root.insert("state", state);
+  return root;
+}
+
+void FusedOptimizer::load_state_dict(const c10::IValue& value) {
+  auto fail = [&](const std::string& why) {
+    throw std::invalid_argument(fmt::format("{}: cannot load this optimizer state: {}", name_, why));
+  };
+  if (!value.isGenericDict()) fail("it is not an optimizer state dict");
+  const auto root = value.toGenericDict();
+  for (const char* key : {"optimizer", "array_size", "hyper", "steps", "state"}) {
+    if (!root.contains(key)) fail(fmt::format("it has no \"{}\"", key));
+  }
+  if (root.at("optimizer").toStringRef() != name_) {
+    fail(fmt::format("it was saved by {}", root.at("optimizer").toStringRef()));
+  }
+  if (root.at("array_size").toInt() != array_size_) {
+    fail(fmt::format("it is for {} members, this optimizer has {}", root.at("array_size").toInt(), array_size_));
+  }
+  const auto steps = root.at("steps").toIntVector();
+  const auto state = root.at("state").toList();
+  if (steps.size() != params_.size() || state.size() != params_.size()) {
+    fail(fmt::format("it is for {} parameters, this optimizer has {}", steps.size(), params_.size()));
+  }
+  Hyper hyper = hyper_;
+  for (const auto& entry : root.at("hyper").toGenericDict()) {
+    const auto& key = entry.key().toStringRef();
+    if (!hyper.count(key)) fail(fmt::format("unknown hyper-parameter {}", key));
+    hyper.at(key) = PerMember(entry.value().toDoubleVector());
+    hyper.at(key).check(array_size_, name_ + " " + key);
+  }
+  check(hyper);
+  std::vector<std::map<std::string, at::Tensor>> tensors(params_.size());
+  for (size_t i = 0; i < params_.size(); ++i) {
+    for (const auto& entry : state.get(i).toGenericDict()) {
+      const auto t = entry.value().toTensor();
+      if (t.sizes() != params_[i].sizes()) {
+        fail(fmt::format("state {} of parameter {} has shape [{}], the parameter [{}]", entry.key().toStringRef(),
+                         i, fmt::join(t.sizes(), ", "), fmt::join(params_[i].sizes(), ", ")));
+      }
+      tensors[i][entry.key().toStringRef()] = t.to(params_[i].options()).contiguous();
+    }
+  }
+  hyper_ = std::move(hyper);
+  steps_ = steps;
+  state_ = std::move(tensors);
+}
+
+void FusedOptimizer::save(const std::string& path) const {
+  const auto bytes = torch::pickle_save(state_dict());
+  writeAtomically(path, [&](const std::string& tmp) {
+    std::ofstream out(tmp, std::ios::binary);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    if (!out) throw std::runtime_error("the write failed");
+  });
+}
+
+void FusedOptimizer::load(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::invalid_argument(fmt::format("{}: cannot read optimizer state {}", name_, path));
+  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  c10::IValue value;
+  try {
+    value = torch::pickle_load(bytes);
+  } catch (const c10::Error&) {
+    throw std::invalid_argument(fmt::format("{}: {} is not a saved optimizer state", name_, path));
+  }
+  load_state_dict(value);
+}
+
+}  // namespace hfta::optim
