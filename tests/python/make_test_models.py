@@ -9,6 +9,8 @@ Writes into OUT_DIR:
                             trained alone with torch.optim.SGD
   mismatch/*.pt             members that must not fuse, one file per defect
   not_a_model.pt            a text file with a .pt name
+  optim_reference.pt        Adadelta and the LR schedulers, per member alone
+                            (make_optim_references.py)
 """
 import os
 import sys
@@ -20,6 +22,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples
 import mlp  # noqa: E402
 import cnn  # noqa: E402  (registers the CNN families with mlp.MODELS)
 import vision  # noqa: E402  (and the published CNNs)
+import make_optim_references  # noqa: E402
 
 MEMBERS = 3
 BATCH = 8
@@ -201,6 +204,7 @@ def main(out_dir):
                        os.path.join(out_dir, f"lenet_dropout_{b}.pt"))
     write_mismatches(out_dir)
     write_conv_mismatches(out_dir)
+    make_optim_references.main(out_dir)
     with open(os.path.join(out_dir, "not_a_model.pt"), "w") as f:
         f.write("this is not a TorchScript archive\n")
 
