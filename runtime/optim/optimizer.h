@@ -100,7 +100,7 @@ void FusedOptimizer::applyRule(const std::vector<size_t>& indices,
   if (indices.empty()) return;
   if (!params_[indices[0]].is_cuda()) {
     for (size_t i : indices) {
-      updateOnCpu<Rule>(params_[i], params_[i].grad().contiguous(), states_of(i), scalars_of(i));
+      cpu::update<Rule>(params_[i], params_[i].grad().contiguous(), states_of(i), scalars_of(i));
     }
     return;
   }

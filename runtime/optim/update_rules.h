@@ -1,10 +1,12 @@
 #pragma once
 // Each fused optimizer's update of one element, written once and run by two
-// drivers: the CPU loop (cpu_loop.h) and the CUDA multi-tensor kernel
-// (multi_tensor_cuda.cu). `acc` is the math type (float for float, half and
-// bfloat16; double for double); `state` holds the optimizer's state
-// elements, loaded before and stored after; the scalars are one member's
-// (one parameter's, for step-dependent ones), computed on the host.
+// drivers: the CPU loop (cpu_kernels.h, on a SIMD vector of elements at a
+// time) and the CUDA multi-tensor kernel (multi_tensor_cuda.cu, one element
+// per thread). `V` is the math type: float or double, or a SIMD vector of
+// them (at::vec::Vectorized); Math<V> gives it sqrt, max and constants.
+// `state` holds the optimizer's state elements, loaded before and stored
+// after; the scalars are one member's (one parameter's, for step-dependent
+// ones), computed on the host.
 #include <cmath>
 #include <cstdint>
 
@@ -16,6 +18,14 @@
 
 namespace hfta::optim::rules {
 
+// Scalar math; cpu_kernels.h specializes it for SIMD vectors.
+template <typename V>
+struct Math {
+  static HFTA_HOST_DEVICE V constant(double x) { return static_cast<V>(x); }
+  static HFTA_HOST_DEVICE V sqrt(V x) { return std::sqrt(x); }
+  static HFTA_HOST_DEVICE V max(V a, V b) { return a > b ? a : b; }
+};
+
 // Which state slots a rule uses is decided per parameter (e.g. no momentum
 // buffer when no member has momentum); unused slots are never read.
 constexpr int kMaxStates = 3;
@@ -26,16 +36,17 @@ struct Sgd {
     double lr, momentum, keep, weight_decay;  // keep = 1 - dampening (1 without momentum)
     bool nesterov, first, has_buffer;
   };
-  template <typename acc>
-  static HFTA_HOST_DEVICE void apply(acc& p, acc g, acc* state, const Scalars& s) {
-    acc d = g + static_cast<acc>(s.weight_decay) * p;
+  template <typename V>
+  static HFTA_HOST_DEVICE void apply(V& p, V g, V* state, const Scalars& s) {
+    using M = Math<V>;
+    V d = g + M::constant(s.weight_decay) * p;
     if (s.has_buffer) {
-      const acc momentum = static_cast<acc>(s.momentum);
-      const acc buf = s.first ? d : momentum * state[0] + static_cast<acc>(s.keep) * d;
+      const V momentum = M::constant(s.momentum);
+      const V buf = s.first ? d : momentum * state[0] + M::constant(s.keep) * d;
       state[0] = buf;
       d = s.nesterov ? d + momentum * buf : buf;
     }
-    p = p - static_cast<acc>(s.lr) * d;
+    p = p - M::constant(s.lr) * d;
   }
 };
 
@@ -49,20 +60,21 @@ struct Adam {
     double decay;  // AdamW's factor 1 - lr * weight_decay (1 for Adam)
     bool amsgrad;
   };
-  template <typename acc>
-  static HFTA_HOST_DEVICE void apply(acc& p, acc g, acc* state, const Scalars& s) {
-    p = p * static_cast<acc>(s.decay);
-    g = g + static_cast<acc>(s.l2) * p;
-    const acc beta1 = static_cast<acc>(s.beta1), beta2 = static_cast<acc>(s.beta2);
-    state[0] = beta1 * state[0] + (acc(1) - beta1) * g;
-    state[1] = beta2 * state[1] + (acc(1) - beta2) * g * g;
-    acc second = state[1];
+  template <typename V>
+  static HFTA_HOST_DEVICE void apply(V& p, V g, V* state, const Scalars& s) {
+    using M = Math<V>;
+    p = p * M::constant(s.decay);
+    g = g + M::constant(s.l2) * p;
+    const V beta1 = M::constant(s.beta1), beta2 = M::constant(s.beta2);
+    state[0] = beta1 * state[0] + M::constant(1.0 - s.beta1) * g;
+    state[1] = beta2 * state[1] + M::constant(1.0 - s.beta2) * g * g;
+    V second = state[1];
     if (s.amsgrad) {
-      second = state[2] > second ? state[2] : second;
+      second = M::max(state[2], second);
       state[2] = second;
     }
-    const acc denom = std::sqrt(second) / static_cast<acc>(s.bias_correction2_sqrt) + static_cast<acc>(s.eps);
-    p = p - static_cast<acc>(s.step_size) * (state[0] / denom);
+    const V denom = M::sqrt(second) / M::constant(s.bias_correction2_sqrt) + M::constant(s.eps);
+    p = p - M::constant(s.step_size) * (state[0] / denom);
   }
 };
 
@@ -72,11 +84,12 @@ struct Adagrad {
     double clr;  // lr / (1 + (t - 1) * lr_decay)
     double weight_decay, eps;
   };
-  template <typename acc>
-  static HFTA_HOST_DEVICE void apply(acc& p, acc g, acc* state, const Scalars& s) {
-    const acc d = g + static_cast<acc>(s.weight_decay) * p;
+  template <typename V>
+  static HFTA_HOST_DEVICE void apply(V& p, V g, V* state, const Scalars& s) {
+    using M = Math<V>;
+    const V d = g + M::constant(s.weight_decay) * p;
     state[0] = state[0] + d * d;
-    p = p - static_cast<acc>(s.clr) * (d / (std::sqrt(state[0]) + static_cast<acc>(s.eps)));
+    p = p - M::constant(s.clr) * (d / (M::sqrt(state[0]) + M::constant(s.eps)));
   }
 };
 
@@ -87,23 +100,24 @@ struct RMSprop {
     double lr, alpha, eps, weight_decay, momentum;
     bool centered;
   };
-  template <typename acc>
-  static HFTA_HOST_DEVICE void apply(acc& p, acc g, acc* state, const Scalars& s) {
-    const acc alpha = static_cast<acc>(s.alpha);
-    const acc d = g + static_cast<acc>(s.weight_decay) * p;
-    state[0] = alpha * state[0] + (acc(1) - alpha) * d * d;
-    acc avg;
+  template <typename V>
+  static HFTA_HOST_DEVICE void apply(V& p, V g, V* state, const Scalars& s) {
+    using M = Math<V>;
+    const V alpha = M::constant(s.alpha);
+    const V d = g + M::constant(s.weight_decay) * p;
+    state[0] = alpha * state[0] + M::constant(1.0 - s.alpha) * d * d;
+    V avg;
     if (s.centered) {
-      state[1] = alpha * state[1] + (acc(1) - alpha) * d;
-      avg = std::sqrt(state[0] - state[1] * state[1]) + static_cast<acc>(s.eps);
+      state[1] = alpha * state[1] + M::constant(1.0 - s.alpha) * d;
+      avg = M::sqrt(state[0] - state[1] * state[1]) + M::constant(s.eps);
     } else {
-      avg = std::sqrt(state[0]) + static_cast<acc>(s.eps);
+      avg = M::sqrt(state[0]) + M::constant(s.eps);
     }
     if (s.momentum > 0) {
-      state[2] = static_cast<acc>(s.momentum) * state[2] + d / avg;
-      p = p - static_cast<acc>(s.lr) * state[2];
+      state[2] = M::constant(s.momentum) * state[2] + d / avg;
+      p = p - M::constant(s.lr) * state[2];
     } else {
-      p = p - static_cast<acc>(s.lr) * (d / avg);
+      p = p - M::constant(s.lr) * (d / avg);
     }
   }
 };
@@ -113,14 +127,15 @@ struct Adadelta {
   struct Scalars {
     double lr, rho, eps, weight_decay;
   };
-  template <typename acc>
-  static HFTA_HOST_DEVICE void apply(acc& p, acc g, acc* state, const Scalars& s) {
-    const acc rho = static_cast<acc>(s.rho), eps = static_cast<acc>(s.eps);
-    const acc d = g + static_cast<acc>(s.weight_decay) * p;
-    state[0] = rho * state[0] + (acc(1) - rho) * d * d;
-    const acc delta = std::sqrt(state[1] + eps) / std::sqrt(state[0] + eps) * d;
-    state[1] = rho * state[1] + (acc(1) - rho) * delta * delta;
-    p = p - static_cast<acc>(s.lr) * delta;
+  template <typename V>
+  static HFTA_HOST_DEVICE void apply(V& p, V g, V* state, const Scalars& s) {
+    using M = Math<V>;
+    const V rho = M::constant(s.rho), eps = M::constant(s.eps);
+    const V d = g + M::constant(s.weight_decay) * p;
+    state[0] = rho * state[0] + M::constant(1.0 - s.rho) * d * d;
+    const V delta = M::sqrt(state[1] + eps) / M::sqrt(state[0] + eps) * d;
+    state[1] = rho * state[1] + M::constant(1.0 - s.rho) * delta * delta;
+    p = p - M::constant(s.lr) * delta;
   }
 };
 

@@ -1,0 +1,50 @@
+// Picks the CPU driver's build for this CPU, once.
+#include "runtime/optim/cpu_loop.h"
+
+#define HFTA_DECLARE_CPU_DRIVER(ISA)                                                                 \
+  namespace hfta::optim::cpu::ISA {                                                                  \
+  template <typename Rule>                                                                           \
+  void updateWith(at::Tensor& param, const at::Tensor& grad,                                         \
+                  const std::array<at::Tensor*, rules::kMaxStates>& states,                          \
+                  const std::vector<typename Rule::Scalars>& scalars);                               \
+  }
+HFTA_DECLARE_CPU_DRIVER(DEFAULT)
+HFTA_DECLARE_CPU_DRIVER(AVX2)
+#undef HFTA_DECLARE_CPU_DRIVER
+
+namespace hfta::optim::cpu {
+namespace {
+
+bool hasAvx2() {
+#if defined(__x86_64__)
+  static const bool kAvx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return kAvx2;
+#else
+  return false;
+#endif
+}
+
+}  // namespace
+
+template <typename Rule>
+void update(at::Tensor& param, const at::Tensor& grad, const std::array<at::Tensor*, rules::kMaxStates>& states,
+            const std::vector<typename Rule::Scalars>& scalars) {
+  if (hasAvx2()) {
+    AVX2::updateWith<Rule>(param, grad, states, scalars);
+  } else {
+    DEFAULT::updateWith<Rule>(param, grad, states, scalars);
+  }
+}
+
+template void update<rules::Sgd>(at::Tensor&, const at::Tensor&, const std::array<at::Tensor*, rules::kMaxStates>&,
+                                 const std::vector<rules::Sgd::Scalars>&);
+template void update<rules::Adam>(at::Tensor&, const at::Tensor&, const std::array<at::Tensor*, rules::kMaxStates>&,
+                                  const std::vector<rules::Adam::Scalars>&);
+template void update<rules::Adagrad>(at::Tensor&, const at::Tensor&, const std::array<at::Tensor*, rules::kMaxStates>&,
+                                     const std::vector<rules::Adagrad::Scalars>&);
+template void update<rules::RMSprop>(at::Tensor&, const at::Tensor&, const std::array<at::Tensor*, rules::kMaxStates>&,
+                                     const std::vector<rules::RMSprop::Scalars>&);
+template void update<rules::Adadelta>(at::Tensor&, const at::Tensor&, const std::array<at::Tensor*, rules::kMaxStates>&,
+                                      const std::vector<rules::Adadelta::Scalars>&);
+
+}  // namespace hfta::optim::cpu

@@ -1,0 +1,16 @@
+// The rules the CPU driver is built for, in the including file's
+// instruction set (CPU_CAPABILITY).
+namespace hfta::optim::cpu {
+inline namespace CPU_CAPABILITY {
+#define HFTA_CPU_RULE(RULE)                                                                          \
+  template void updateWith<rules::RULE>(at::Tensor&, const at::Tensor&,                             \
+                                        const std::array<at::Tensor*, rules::kMaxStates>&,          \
+                                        const std::vector<rules::RULE::Scalars>&);
+HFTA_CPU_RULE(Sgd)
+HFTA_CPU_RULE(Adam)
+HFTA_CPU_RULE(Adagrad)
+HFTA_CPU_RULE(RMSprop)
+HFTA_CPU_RULE(Adadelta)
+#undef HFTA_CPU_RULE
+}  // namespace CPU_CAPABILITY
+}  // namespace hfta::optim::cpu
