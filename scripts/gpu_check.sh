@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The device check: builds hfta against the machine's own torch (CUDA
+# kernels for sm_80/sm_90), runs the CUDA tests, and the optimizer benchmark
+# on the GPU. Needs .gpu-deps from scripts/gpu_deps.sh. On a machine
+# without a GPU it still builds and runs (the CUDA tests skip, the benchmark
+# runs on the CPU), which is how it is checked before a device run.
+#   scripts/gpu_check.sh [python]     (default: python3, which holds torch there)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+python="${1:-python3}"
+deps="$PWD/.gpu-deps/root/usr"
+[ -d "$deps" ] || { echo "gpu_check: run scripts/gpu_deps.sh first (and carry .gpu-deps)" >&2; exit 2; }
+export LD_LIBRARY_PATH="$deps/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+out="${OUT:-build-gpu}"
+mkdir -p "$out"
+cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DPython3_EXECUTABLE="$(command -v "$python")" \
+  -DCMAKE_PREFIX_PATH="$deps" -DHFTA_BUILD_LIT=OFF >"$out/configure.log" 2>&1 || { tail -30 "$out/configure.log"; exit 1; }
+grep -E "hfta:|CUDA kernels" "$out/configure.log" || true
+cmake --build build-gpu -j "$(nproc)" --target hfta_cuda_tests optimizer_step >"$out/build.log" 2>&1 ||
+  { grep -E "error|Error" -A3 "$out/build.log" | head -40; exit 1; }
+nvidia-smi -L 2>/dev/null || echo "gpu_check: no GPU here; the CUDA tests skip"
+build-gpu/tests/hfta_cuda_tests 2>&1 | tee "$out/cuda_tests.log" | grep -E "OK|FAILED|SKIPPED|PASSED" | head -40
+device=cpu
+nvidia-smi -L >/dev/null 2>&1 && device=cuda
+build-gpu/bench/optimizer_step "--device=$device" --benchmark_repetitions=5 --benchmark_enable_random_interleaving=true \
+  --benchmark_report_aggregates_only=true 2>&1 | tee "$out/optimizer_step.log" | grep -E "median|Run on|CPU"
