@@ -88,6 +88,39 @@ TEST(FusedOptimizer, ScalarHyperParametersEqualTheirExpandedForm) {
   for (size_t i = 0; i < p1.size(); ++i) EXPECT_TRUE(torch::equal(p1[i], p2[i]));
 }
 
+// A frozen member (one that diverged) keeps its parameters, whatever its
+// gradients; the others train on exactly as they would without it.
+TEST(FusedOptimizer, AFrozenMemberStopsAndTheOthersTrainOn) {
+  auto frozen_run = stackedParameters(), plain_run = stackedParameters();
+  FusedAdam with_freeze(frozen_run, kMembers, AdamOptions{1e-2});
+  FusedAdam without(plain_run, kMembers, AdamOptions{1e-2});
+  for (int step = 0; step < 6; ++step) {
+    if (step == 3) with_freeze.freeze(1);
+    setRandomGradients(frozen_run, step);
+    setRandomGradients(plain_run, step);
+    if (step >= 3) frozen_run[0].mutable_grad()[1].fill_(std::numeric_limits<float>::quiet_NaN());
+    with_freeze.step();
+    without.step();
+    if (step == 2) EXPECT_FALSE(with_freeze.frozen(1));
+  }
+  auto at_freeze = stackedParameters();
+  FusedAdam three_steps(at_freeze, kMembers, AdamOptions{1e-2});
+  for (int step = 0; step < 3; ++step) {
+    setRandomGradients(at_freeze, step);
+    three_steps.step();
+  }
+  for (size_t i = 0; i < frozen_run.size(); ++i) {
+    EXPECT_TRUE(torch::equal(frozen_run[i][1], at_freeze[i][1])) << "param " << i;
+    for (int64_t b : {0, 2, 3}) EXPECT_TRUE(torch::equal(frozen_run[i][b], plain_run[i][b]));
+  }
+  // The freeze survives a save and load.
+  auto params = stackedParameters();
+  FusedAdam reloaded(params, kMembers, AdamOptions{1e-2});
+  reloaded.load_state_dict(with_freeze.state_dict());
+  EXPECT_TRUE(reloaded.frozen(1));
+  EXPECT_FALSE(reloaded.frozen(0));
+}
+
 TEST(FusedOptimizer, BadSettingsNameTheMember) {
   auto p = stackedParameters();
   try {

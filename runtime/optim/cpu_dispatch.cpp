@@ -6,7 +6,8 @@
   template <typename Rule>                                                                           \
   void updateWith(at::Tensor& param, const at::Tensor& grad,                                         \
                   const std::array<at::Tensor*, rules::kMaxStates>& states,                          \
-                  const std::vector<typename Rule::Scalars>& scalars);                               \
+                  const std::vector<typename Rule::Scalars>& scalars,                                \
+                  const std::vector<uint8_t>& frozen);                                               \
   }
 HFTA_DECLARE_CPU_DRIVER(DEFAULT)
 HFTA_DECLARE_CPU_DRIVER(AVX2)
@@ -28,23 +29,28 @@ bool hasAvx2() {
 
 template <typename Rule>
 void update(at::Tensor& param, const at::Tensor& grad, const std::array<at::Tensor*, rules::kMaxStates>& states,
-            const std::vector<typename Rule::Scalars>& scalars) {
+            const std::vector<typename Rule::Scalars>& scalars, const std::vector<uint8_t>& frozen) {
   if (hasAvx2()) {
-    AVX2::updateWith<Rule>(param, grad, states, scalars);
+    AVX2::updateWith<Rule>(param, grad, states, scalars, frozen);
   } else {
-    DEFAULT::updateWith<Rule>(param, grad, states, scalars);
+    DEFAULT::updateWith<Rule>(param, grad, states, scalars, frozen);
   }
 }
 
 template void update<rules::Sgd>(at::Tensor&, const at::Tensor&, const std::array<at::Tensor*, rules::kMaxStates>&,
-                                 const std::vector<rules::Sgd::Scalars>&);
+                                 const std::vector<rules::Sgd::Scalars>&,
+                                     const std::vector<uint8_t>&);
 template void update<rules::Adam>(at::Tensor&, const at::Tensor&, const std::array<at::Tensor*, rules::kMaxStates>&,
-                                  const std::vector<rules::Adam::Scalars>&);
+                                  const std::vector<rules::Adam::Scalars>&,
+                                     const std::vector<uint8_t>&);
 template void update<rules::Adagrad>(at::Tensor&, const at::Tensor&, const std::array<at::Tensor*, rules::kMaxStates>&,
-                                     const std::vector<rules::Adagrad::Scalars>&);
+                                     const std::vector<rules::Adagrad::Scalars>&,
+                                     const std::vector<uint8_t>&);
 template void update<rules::RMSprop>(at::Tensor&, const at::Tensor&, const std::array<at::Tensor*, rules::kMaxStates>&,
-                                     const std::vector<rules::RMSprop::Scalars>&);
+                                     const std::vector<rules::RMSprop::Scalars>&,
+                                     const std::vector<uint8_t>&);
 template void update<rules::Adadelta>(at::Tensor&, const at::Tensor&, const std::array<at::Tensor*, rules::kMaxStates>&,
-                                      const std::vector<rules::Adadelta::Scalars>&);
+                                      const std::vector<rules::Adadelta::Scalars>&,
+                                     const std::vector<uint8_t>&);
 
 }  // namespace hfta::optim::cpu

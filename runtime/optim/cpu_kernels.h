@@ -64,7 +64,7 @@ int64_t updateRange(scalar_t* p, const scalar_t* g, const std::array<scalar_t*, 
 
 template <typename Rule>
 void updateWith(at::Tensor& param, const at::Tensor& grad, const std::array<at::Tensor*, rules::kMaxStates>& states,
-                const std::vector<typename Rule::Scalars>& scalars) {
+                const std::vector<typename Rule::Scalars>& scalars, const std::vector<uint8_t>& frozen) {
   const int64_t members = static_cast<int64_t>(scalars.size());
   const int64_t member_numel = param.numel() / members;
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, param.scalar_type(), "hfta_optimizer_step", [&] {
@@ -74,6 +74,7 @@ void updateWith(at::Tensor& param, const at::Tensor& grad, const std::array<at::
     std::array<scalar_t*, rules::kMaxStates> s{};
     for (int j = 0; j < rules::kMaxStates; ++j) s[j] = states[j] ? states[j]->data_ptr<scalar_t>() : nullptr;
     forEachMemberRange(members, member_numel, [&](int64_t b, int64_t begin, int64_t end) {
+      if (frozen[b] != 0) return;
       const auto sc = scalars[b];
       int64_t k = begin;
       if constexpr (std::is_same_v<scalar_t, acc>) {  // float, double: SIMD vectors

@@ -5,7 +5,8 @@ inline namespace CPU_CAPABILITY {
 #define HFTA_CPU_RULE(RULE)                                                                          \
   template void updateWith<rules::RULE>(at::Tensor&, const at::Tensor&,                             \
                                         const std::array<at::Tensor*, rules::kMaxStates>&,          \
-                                        const std::vector<rules::RULE::Scalars>&);
+                                        const std::vector<rules::RULE::Scalars>&,                   \
+                                        const std::vector<uint8_t>&);
 HFTA_CPU_RULE(Sgd)
 HFTA_CPU_RULE(Adam)
 HFTA_CPU_RULE(Adagrad)

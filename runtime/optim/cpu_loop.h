@@ -14,10 +14,11 @@
 namespace hfta::optim::cpu {
 
 // Applies Rule to every element of `param` (contiguous, [B, ...]) with
-// member b's scalars[b]; `states` are the state tensors by slot (nullptr
-// where the rule does not use the slot for this parameter).
+// member b's scalars[b], except the members marked in `frozen`; `states`
+// are the state tensors by slot (nullptr where the rule does not use the
+// slot for this parameter).
 template <typename Rule>
 void update(at::Tensor& param, const at::Tensor& grad, const std::array<at::Tensor*, rules::kMaxStates>& states,
-            const std::vector<typename Rule::Scalars>& scalars);
+            const std::vector<typename Rule::Scalars>& scalars, const std::vector<uint8_t>& frozen);
 
 }  // namespace hfta::optim::cpu

@@ -21,13 +21,15 @@ struct TensorGroup {
   std::vector<std::array<at::Tensor, rules::kMaxStates>> states;
 };
 
-// scalars[t * members + b]: member b's scalars for tensor t.
+// scalars[t * members + b]: member b's scalars for tensor t. Members marked
+// in `frozen` are left as they are.
 #ifdef HFTA_WITH_CUDA
 template <typename Rule>
-void multiTensorApply(TensorGroup& group, const std::vector<typename Rule::Scalars>& scalars, int64_t members);
+void multiTensorApply(TensorGroup& group, const std::vector<typename Rule::Scalars>& scalars, int64_t members,
+                      const std::vector<uint8_t>& frozen);
 #else
 template <typename Rule>
-void multiTensorApply(TensorGroup&, const std::vector<typename Rule::Scalars>&, int64_t) {
+void multiTensorApply(TensorGroup&, const std::vector<typename Rule::Scalars>&, int64_t, const std::vector<uint8_t>&) {
   TORCH_CHECK(false, "hfta optimizer: the parameters are on a CUDA device, but hfta was built without CUDA");
 }
 #endif

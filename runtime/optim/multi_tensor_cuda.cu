@@ -62,7 +62,8 @@ size_t append(std::vector<char>& bytes, const T* data, size_t n) {
 }  // namespace
 
 template <typename Rule>
-void multiTensorApply(TensorGroup& group, const std::vector<typename Rule::Scalars>& scalars, int64_t members) {
+void multiTensorApply(TensorGroup& group, const std::vector<typename Rule::Scalars>& scalars, int64_t members,
+                      const std::vector<uint8_t>& frozen) {
   if (group.params.empty()) return;
   const auto& first = group.params[0];
   TORCH_CHECK(first.is_cuda(), "hfta optimizer: multiTensorApply needs CUDA tensors");
@@ -85,6 +86,7 @@ void multiTensorApply(TensorGroup& group, const std::vector<typename Rule::Scala
       tensors.push_back(ptrs);
       const int64_t member_numel = p.numel() / members;
       for (int64_t b = 0; b < members; ++b) {
+        if (frozen[b] != 0) continue;
         for (int64_t begin = b * member_numel; begin < (b + 1) * member_numel; begin += kChunk) {
           chunks.push_back({static_cast<int64_t>(t), b, begin, std::min(begin + kChunk, (b + 1) * member_numel)});
         }
@@ -108,10 +110,15 @@ void multiTensorApply(TensorGroup& group, const std::vector<typename Rule::Scala
   });
 }
 
-template void multiTensorApply<rules::Sgd>(TensorGroup&, const std::vector<rules::Sgd::Scalars>&, int64_t);
-template void multiTensorApply<rules::Adam>(TensorGroup&, const std::vector<rules::Adam::Scalars>&, int64_t);
-template void multiTensorApply<rules::Adagrad>(TensorGroup&, const std::vector<rules::Adagrad::Scalars>&, int64_t);
-template void multiTensorApply<rules::RMSprop>(TensorGroup&, const std::vector<rules::RMSprop::Scalars>&, int64_t);
-template void multiTensorApply<rules::Adadelta>(TensorGroup&, const std::vector<rules::Adadelta::Scalars>&, int64_t);
+template void multiTensorApply<rules::Sgd>(TensorGroup&, const std::vector<rules::Sgd::Scalars>&, int64_t,
+                                           const std::vector<uint8_t>&);
+template void multiTensorApply<rules::Adam>(TensorGroup&, const std::vector<rules::Adam::Scalars>&, int64_t,
+                                           const std::vector<uint8_t>&);
+template void multiTensorApply<rules::Adagrad>(TensorGroup&, const std::vector<rules::Adagrad::Scalars>&, int64_t,
+                                           const std::vector<uint8_t>&);
+template void multiTensorApply<rules::RMSprop>(TensorGroup&, const std::vector<rules::RMSprop::Scalars>&, int64_t,
+                                           const std::vector<uint8_t>&);
+template void multiTensorApply<rules::Adadelta>(TensorGroup&, const std::vector<rules::Adadelta::Scalars>&, int64_t,
+                                           const std::vector<uint8_t>&);
 
 }  // namespace hfta::optim::cuda

@@ -31,7 +31,8 @@ FusedOptimizer::FusedOptimizer(std::string name, std::vector<at::Tensor> params,
       array_size_(array_size),
       hyper_(std::move(hyper)),
       steps_(params_.size(), 0),
-      state_(params_.size()) {
+      state_(params_.size()),
+      frozen_(std::max<int64_t>(array_size, 0), 0) {
   if (array_size_ < 1) throw std::invalid_argument(name_ + ": the array size must be at least 1");
   for (size_t i = 0; i < params_.size(); ++i) {
     const auto& p = params_[i];
@@ -50,6 +51,13 @@ FusedOptimizer::FusedOptimizer(std::string name, std::vector<at::Tensor> params,
 void FusedOptimizer::checkAll() const {
   for (const auto& [key, value] : hyper_) value.check(array_size_, name_ + " " + key);
   check(hyper_);
+}
+
+void FusedOptimizer::freeze(int64_t member) {
+  if (member < 0 || member >= array_size_) {
+    throw std::invalid_argument(fmt::format("{}: no member {} to freeze", name_, member));
+  }
+  frozen_[member] = 1;
 }
 
 const PerMember& FusedOptimizer::hyper(const std::string& key) const {
@@ -116,6 +124,9 @@ c10::IValue FusedOptimizer::state_dict() const {
   root.insert("hyper", hyper);
   root.insert("steps", c10::List<int64_t>(steps_));
   root.insert("state", state);
+  c10::List<bool> frozen;
+  for (uint8_t f : frozen_) frozen.push_back(f != 0);
+  root.insert("frozen", frozen);
   return root;
 }
 
@@ -158,9 +169,16 @@ void FusedOptimizer::load_state_dict(const c10::IValue& value) {
       tensors[i][entry.key().toStringRef()] = t.to(params_[i].options()).contiguous();
     }
   }
+  std::vector<uint8_t> frozen(array_size_, 0);
+  if (root.contains("frozen")) {
+    const auto saved = root.at("frozen").toBoolList();
+    if (static_cast<int64_t>(saved.size()) != array_size_) fail("its frozen list is for another array size");
+    for (int64_t b = 0; b < array_size_; ++b) frozen[b] = saved.get(b);
+  }
   hyper_ = std::move(hyper);
   steps_ = steps;
   state_ = std::move(tensors);
+  frozen_ = std::move(frozen);
 }
 
 void FusedOptimizer::save(const std::string& path) const {

@@ -38,11 +38,15 @@ class FusedOptimizer {
   const PerMember& hyper(const std::string& key) const;
   // One value or B values; std::invalid_argument otherwise.
   void set_hyper(const std::string& key, PerMember value);
+  // Stops member b's updates for good (its parameters and state stay as
+  // they are): what a trainer does to a member whose loss diverged.
+  void freeze(int64_t member);
+  bool frozen(int64_t member) const { return frozen_.at(member) != 0; }
   const PerMember& lr() const { return hyper("lr"); }
   void set_lr(PerMember lr) { set_hyper("lr", std::move(lr)); }
 
   // {"optimizer", "array_size", "hyper": {key: [B values]}, "steps": [per
-  // parameter], "state": [per parameter {key: tensor}]}.
+  // parameter], "state": [per parameter {key: tensor}], "frozen": [B]}.
   c10::IValue state_dict() const;
   // std::invalid_argument if it is another optimizer's, or its parameters'
   // count or shapes differ.
@@ -91,6 +95,7 @@ class FusedOptimizer {
   Hyper hyper_;
   std::vector<int64_t> steps_;
   std::vector<std::map<std::string, at::Tensor>> state_;
+  std::vector<uint8_t> frozen_;  // per member
 };
 
 template <typename Rule>
@@ -100,7 +105,7 @@ void FusedOptimizer::applyRule(const std::vector<size_t>& indices,
   if (indices.empty()) return;
   if (!params_[indices[0]].is_cuda()) {
     for (size_t i : indices) {
-      cpu::update<Rule>(params_[i], params_[i].grad().contiguous(), states_of(i), scalars_of(i));
+      cpu::update<Rule>(params_[i], params_[i].grad().contiguous(), states_of(i), scalars_of(i), frozen_);
     }
     return;
   }
@@ -118,7 +123,7 @@ void FusedOptimizer::applyRule(const std::vector<size_t>& indices,
     const auto member_scalars = scalars_of(i);
     scalars.insert(scalars.end(), member_scalars.begin(), member_scalars.end());
   }
-  cuda::multiTensorApply<Rule>(group, scalars, array_size_);
+  cuda::multiTensorApply<Rule>(group, scalars, array_size_, frozen_);
 }
 
 // Throws std::invalid_argument unless lo <= hyper[key] of every member (<=

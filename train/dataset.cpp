@@ -1,0 +1,130 @@
+#include "train/dataset.h"
+
+#include <torch/data/datasets/mnist.h>
+#include <torch/serialize.h>
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include "passes/hfta/hfta.h"
+
+namespace hfta::train {
+namespace fs = std::filesystem;
+
+namespace {
+
+void requireFile(const fs::path& path, const std::string& what) {
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) {
+    throw UserError(fmt::format("{}: {} is missing. {}", what, path.string(),
+                                "Point --data at the folder that holds the data set's files."));
+  }
+}
+
+// Checks labels and returns the number of classes they imply.
+void checkLabels(const Dataset& d, const std::string& source) {
+  if (d.labels.numel() == 0) throw UserError(fmt::format("{}: no samples", source));
+  const int64_t lo = d.labels.min().item<int64_t>(), hi = d.labels.max().item<int64_t>();
+  if (lo < 0 || hi >= d.classes) {
+    throw UserError(fmt::format("{}: label {} is out of range [0, {})", source, lo < 0 ? lo : hi, d.classes));
+  }
+}
+
+}  // namespace
+
+Dataset Dataset::slice(int64_t begin, int64_t end) const {
+  return {images.slice(0, begin, end), labels.slice(0, begin, end), classes, name};
+}
+
+Dataset Dataset::select(const at::Tensor& index) const {
+  return {images.index_select(0, index), labels.index_select(0, index), classes, name};
+}
+
+Dataset loadDigits(const std::string& path) {
+  requireFile(path, "digits");
+  std::ifstream in(path, std::ios::binary);
+  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  c10::IValue value;
+  try {
+    value = torch::pickle_load(bytes);
+  } catch (const c10::Error&) {
+    throw UserError(fmt::format("digits: {} is not a torch.save'd file; recreate it with scripts/setup.sh", path));
+  }
+  if (!value.isGenericDict()) throw UserError(fmt::format("digits: {} holds no {{images, labels}} dict", path));
+  const auto dict = value.toGenericDict();
+  if (!dict.contains("images") || !dict.contains("labels")) {
+    throw UserError(fmt::format("digits: {} has no \"images\" or \"labels\"", path));
+  }
+  Dataset d{dict.at("images").toTensor().to(at::kFloat), dict.at("labels").toTensor().to(at::kLong), 10, "digits"};
+  if (d.images.dim() != 4 || d.labels.dim() != 1 || d.images.size(0) != d.labels.size(0)) {
+    throw UserError(fmt::format("digits: {} must hold images [N, C, H, W] and labels [N]", path));
+  }
+  checkLabels(d, path);
+  return d;
+}
+
+Dataset loadMnist(const std::string& dir) {
+  for (const char* f : {"train-images-idx3-ubyte", "train-labels-idx1-ubyte"}) requireFile(fs::path(dir) / f, "mnist");
+  try {
+    torch::data::datasets::MNIST mnist(dir, torch::data::datasets::MNIST::Mode::kTrain);
+    // LibTorch's reader normalizes to [0, 1].
+    Dataset d{mnist.images().to(at::kFloat), mnist.targets().to(at::kLong), 10, "mnist"};
+    checkLabels(d, dir);
+    return d;
+  } catch (const c10::Error& e) {
+    const std::string what = e.what_without_backtrace();
+    throw UserError(fmt::format("mnist: {} does not hold MNIST's idx files: {}", dir, what.substr(0, what.find('\n'))));
+  }
+}
+
+Dataset loadCifar10(const std::string& dir) {
+  constexpr int64_t kRecord = 1 + 3 * 32 * 32, kPerBatch = 10000;
+  std::vector<at::Tensor> images, labels;
+  for (int batch = 1; batch <= 5; ++batch) {
+    const auto path = fs::path(dir) / fmt::format("data_batch_{}.bin", batch);
+    requireFile(path, "cifar10");
+    if (fs::file_size(path) != static_cast<uintmax_t>(kRecord * kPerBatch)) {
+      throw UserError(fmt::format("cifar10: {} has {} bytes, a CIFAR-10 binary batch has {}", path.string(),
+                                  fs::file_size(path), kRecord * kPerBatch));
+    }
+    auto raw = at::empty({kPerBatch, kRecord}, at::kByte);
+    std::ifstream in(path, std::ios::binary);
+    in.read(static_cast<char*>(raw.data_ptr()), kRecord * kPerBatch);
+    labels.push_back(raw.select(1, 0).to(at::kLong));
+    images.push_back(raw.slice(1, 1).reshape({kPerBatch, 3, 32, 32}).to(at::kFloat).div_(255));
+  }
+  Dataset d{at::cat(images), at::cat(labels), 10, "cifar10"};
+  checkLabels(d, dir);
+  return d;
+}
+
+Dataset synthetic(int64_t size, const std::vector<int64_t>& shape, int64_t classes, uint64_t seed) {
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
+  std::vector<int64_t> full{size};
+  full.insert(full.end(), shape.begin(), shape.end());
+  auto images = at::rand(full, gen);
+  const auto teacher = at::randn({images[0].numel(), classes}, gen);
+  auto labels = images.flatten(1).sub(0.5).matmul(teacher).argmax(1);
+  return {images, labels, classes, "synthetic"};
+}
+
+Dataset loadDataset(const std::string& kind, const std::string& path) {
+  if (kind == "digits") return loadDigits(path);
+  if (kind == "mnist") return loadMnist(path);
+  if (kind == "cifar10") return loadCifar10(path);
+  if (kind == "synthetic") return synthetic(2048, {1, 8, 8}, 10, 0);
+  throw UserError(fmt::format("unknown data set {}: use digits, mnist, cifar10 or synthetic", kind));
+}
+
+std::pair<Dataset, Dataset> holdOut(const Dataset& data, double fraction, uint64_t seed) {
+  if (!(fraction > 0 && fraction < 1)) throw UserError(fmt::format("--holdout must be in (0, 1), got {}", fraction));
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
+  const auto order = at::randperm(data.size(), gen);
+  const int64_t held = std::max<int64_t>(1, static_cast<int64_t>(data.size() * fraction));
+  return {data.select(order.slice(0, 0, data.size() - held)), data.select(order.slice(0, data.size() - held))};
+}
+
+}  // namespace hfta::train

@@ -1,0 +1,42 @@
+#pragma once
+// The data sets hfta-train reads: images [N, C, H, W] (float, scaled to
+// [0, 1]) and labels [N] (int64, in [0, classes)). Every loader throws
+// hfta::UserError naming the file and what is wrong with it.
+#include <ATen/ATen.h>
+
+#include <string>
+
+namespace hfta::train {
+
+struct Dataset {
+  at::Tensor images;  // [N, C, H, W], float32
+  at::Tensor labels;  // [N], int64
+  int64_t classes = 0;
+  std::string name;
+
+  int64_t size() const { return images.size(0); }
+  // Rows [begin, end) or the rows at `index`.
+  Dataset slice(int64_t begin, int64_t end) const;
+  Dataset select(const at::Tensor& index) const;
+};
+
+// The 8x8 handwritten digits scikit-learn ships (1797 images, 10 classes),
+// converted at setup time into a torch.save'd {"images", "labels"} file.
+Dataset loadDigits(const std::string& path);
+// MNIST's idx files in `dir` (train-images-idx3-ubyte, train-labels-idx1-ubyte;
+// read with LibTorch's reader).
+Dataset loadMnist(const std::string& dir);
+// CIFAR-10's binary batches in `dir` (data_batch_1.bin ... data_batch_5.bin).
+Dataset loadCifar10(const std::string& dir);
+// Random images of `shape` with labels from a fixed random linear teacher,
+// so that there is something to learn (for benchmarks and tests).
+Dataset synthetic(int64_t size, const std::vector<int64_t>& shape, int64_t classes, uint64_t seed);
+
+// By name: "digits" (`path` is the .pt file), "mnist", "cifar10" (`path` is
+// the folder), or "synthetic".
+Dataset loadDataset(const std::string& kind, const std::string& path);
+
+// The last `fraction` of a fixed permutation (seeded) is held out.
+std::pair<Dataset, Dataset> holdOut(const Dataset& data, double fraction, uint64_t seed);
+
+}  // namespace hfta::train
