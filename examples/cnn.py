@@ -125,11 +125,28 @@ class LayerZoo(nn.Module):
         return self.head(z)
 
 
+class DigitsCNN(nn.Module):
+    """A small CNN for the 8x8 digits (hfta-train's default data set)."""
+
+    def __init__(self, classes=10):
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 16, 3, padding=1)
+        self.bn1 = nn.BatchNorm2d(16)
+        self.conv2 = nn.Conv2d(16, 32, 3, padding=1)
+        self.bn2 = nn.BatchNorm2d(32)
+        self.fc = nn.Linear(32 * 4 * 4, classes)
+
+    def forward(self, x):
+        x = F.relu(self.bn1(self.conv1(x)))
+        x = F.max_pool2d(F.relu(self.bn2(self.conv2(x))), 2)
+        return self.fc(torch.flatten(x, 1))
+
+
 MODELS = {"lenet": LeNet, "resblock": ResBlockNet, "pointnet": PointNetLike, "generator": TinyGenerator,
-          "zoo": LayerZoo}
+          "zoo": LayerZoo, "digits": DigitsCNN}
 # One member's input shape (without the batch dim), for tests and tools.
 INPUT_SHAPES = {"lenet": (1, 16, 16), "resblock": (3, 8, 8), "pointnet": (3, 32), "generator": (8, 1, 1),
-                "zoo": (3, 12, 12)}
+                "zoo": (3, 12, 12), "digits": (1, 8, 8)}
 mlp.MODELS.update(MODELS)
 
 if __name__ == "__main__":

@@ -51,7 +51,8 @@ Dataset loadDigits(const std::string& path) {
   try {
     value = torch::pickle_load(bytes);
   } catch (const c10::Error&) {
-    throw UserError(fmt::format("digits: {} is not a torch.save'd file; recreate it with scripts/setup.sh", path));
+    throw UserError(fmt::format("digits: {} is not a torch.save'd {{images, labels}} file "
+                                "(scripts/make_digits.py writes one)", path));
   }
   if (!value.isGenericDict()) throw UserError(fmt::format("digits: {} holds no {{images, labels}} dict", path));
   const auto dict = value.toGenericDict();

@@ -1,0 +1,195 @@
+// hfta-train: trains a fused array (from hfta-fuse) on a data set, every
+// member with its own hyper-parameters, and reports each member's metrics.
+//
+//   hfta-train fused.pt --lr 0.01,0.03,0.1,0.3 --optimizer adam --epochs 5 --out runs/sweep
+//
+// Writes OUT/metrics.csv and OUT/metrics.json (per epoch and member), prints
+// the members ranked by the chosen metric, and --export-best DIR writes the
+// best member(s) as plain .pt files.
+#include <ATen/Parallel.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <torch/script.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "passes/hfta/hfta.h"
+#include "runtime/optim/schedulers.h"
+#include "tools/tool_main.h"
+#include "train/dataset.h"
+#include "train/optimizer_factory.h"
+#include "train/trainer.h"
+
+namespace {
+
+using hfta::UserError;
+using hfta::train::MemberEpoch;
+
+// "0.01,0.03" -> {0.01, 0.03}; one value stands for every member.
+hfta::PerMember parseValues(const std::string& flag, const std::string& text) {
+  std::vector<double> values;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    try {
+      size_t used = 0;
+      values.push_back(std::stod(item, &used));
+      if (used != item.size()) throw std::invalid_argument(item);
+    } catch (const std::exception&) {
+      throw UserError(fmt::format("{} takes numbers separated by commas, got \"{}\"", flag, text));
+    }
+  }
+  if (values.empty()) throw UserError(fmt::format("{} is empty", flag));
+  return values;
+}
+
+std::string csvOf(const std::vector<MemberEpoch>& rows) {
+  std::string out = "epoch,member,train_loss,heldout_loss,heldout_accuracy,lr,seconds,diverged\n";
+  for (const auto& r : rows) {
+    out += fmt::format("{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.3f},{}\n", r.epoch, r.member, r.train_loss,
+                       r.heldout_loss, r.heldout_accuracy, r.lr, r.seconds, r.diverged ? 1 : 0);
+  }
+  return out;
+}
+
+std::string jsonOf(const std::vector<MemberEpoch>& rows) {
+  auto out = nlohmann::json::array();
+  for (const auto& r : rows) {
+    out.push_back({{"epoch", r.epoch}, {"member", r.member}, {"train_loss", r.train_loss},
+                   {"heldout_loss", r.heldout_loss}, {"heldout_accuracy", r.heldout_accuracy}, {"lr", r.lr},
+                   {"seconds", r.seconds}, {"diverged", r.diverged}});
+  }
+  return out.dump(2) + "\n";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Train the members of a fused module (from hfta-fuse), each with its own hyper-parameters.",
+               "hfta-train"};
+  std::string model, dataset = "digits", data = HFTA_DIGITS_PATH, optimizer = "sgd", out, export_best,
+                     metric = "accuracy", scheduler = "none", loss = "cross_entropy";
+  std::map<std::string, std::string> settings;  // optimizer setting name -> values
+  hfta::train::TrainOptions options;
+  double holdout = 0.2;
+  int threads = 0;
+  int64_t top = 1;
+  std::string step_size = "10", gamma = "0.1", t_max;
+  app.add_option("model", model, "the fused module (.pt) written by hfta-fuse")->required();
+  app.add_option("--dataset", dataset, "digits (the default, shipped), mnist, cifar10 or synthetic");
+  app.add_option("--data", data, "the data set's file (digits) or folder (mnist, cifar10)");
+  app.add_option("--optimizer", optimizer, "sgd, adam, adamw, adagrad, rmsprop or adadelta");
+  for (const char* key : {"lr", "momentum", "weight_decay", "beta1", "beta2", "eps", "dampening", "nesterov",
+                          "amsgrad", "alpha", "centered", "rho", "lr_decay"}) {
+    std::string flag = std::string("--") + key;
+    std::replace(flag.begin(), flag.end(), '_', '-');
+    app.add_option_function<std::string>(flag, [&settings, key](const std::string& v) { settings[key] = v; },
+                                         fmt::format("{}: one value, or one per member (comma-separated)", key));
+  }
+  app.add_option("--scheduler", scheduler, "none, step, exponential or cosine (stepped every epoch)");
+  app.add_option("--step-size", step_size, "step: epochs between decays (per member)");
+  app.add_option("--gamma", gamma, "step, exponential: the decay factor (per member)");
+  app.add_option("--t-max", t_max, "cosine: epochs of the half cycle (per member; default: --epochs)");
+  app.add_option("--epochs", options.epochs);
+  app.add_option("--batch-size", options.batch_size);
+  app.add_option("--holdout", holdout, "the fraction of the data held out for evaluation");
+  app.add_option("--seed", options.seed, "shuffling and the held-out split");
+  app.add_flag("--own-streams", [&](int64_t) { options.same_batches = false; },
+               "each member sees its own shuffled batches (default: all see the same)");
+  app.add_option("--loss", options.loss, "cross_entropy or mse");
+  app.add_option("--out", out, "a folder for metrics.csv and metrics.json");
+  app.add_option("--metric", metric, "rank members by held-out accuracy or loss");
+  app.add_option("--export-best", export_best, "a folder to write the best member(s) into, as plain .pt files");
+  app.add_option("--top", top, "how many members --export-best writes");
+  app.add_option("--threads", threads, "intra-op threads (default: all cores)");
+
+  return hfta::tools::runTool(app, argc, argv, [&] {
+    if (metric != "accuracy" && metric != "loss") throw UserError("--metric is accuracy or loss");
+    for (const auto& dir : {out, export_best}) {
+      std::error_code ec;
+      if (!dir.empty() && !std::filesystem::is_directory(dir, ec) && !std::filesystem::create_directories(dir, ec)) {
+        throw UserError(fmt::format("cannot create the folder {}", dir));
+      }
+    }
+    if (threads > 0) at::set_num_threads(threads);
+    auto loaded = hfta::loadMembers({model});
+    auto fused = loaded[0].module;
+    const int64_t members = hfta::arraySize(fused);
+    const auto all = hfta::train::loadDataset(dataset, data);
+    const auto [train, heldout] = hfta::train::holdOut(all, holdout, options.seed);
+
+    hfta::optim::Hyper hyper;
+    for (const auto& [key, text] : settings) hyper.emplace(key, parseValues("--" + key, text));
+    std::vector<at::Tensor> params;
+    for (const auto& p : fused.parameters()) params.push_back(p);
+    auto opt = hfta::train::makeOptimizer(optimizer, params, members, hyper);
+    std::unique_ptr<hfta::optim::LRScheduler> schedule;
+    try {
+      if (scheduler == "step") {
+        schedule = std::make_unique<hfta::optim::StepLR>(*opt, parseValues("--step-size", step_size),
+                                                         parseValues("--gamma", gamma));
+      } else if (scheduler == "exponential") {
+        schedule = std::make_unique<hfta::optim::ExponentialLR>(*opt, parseValues("--gamma", gamma));
+      } else if (scheduler == "cosine") {
+        schedule = std::make_unique<hfta::optim::CosineAnnealingLR>(
+            *opt, t_max.empty() ? hfta::PerMember(static_cast<double>(options.epochs)) : parseValues("--t-max", t_max));
+      } else if (scheduler != "none") {
+        throw UserError("--scheduler is none, step, exponential or cosine");
+      }
+    } catch (const std::invalid_argument& e) {
+      throw UserError(e.what());
+    }
+
+    hfta::train::Trainer trainer(fused, *opt, options);
+    trainer.setScheduler(schedule.get());
+    std::vector<std::string> described;
+    for (const auto& [key, text] : settings) described.push_back(key + "=" + text);
+    fmt::print("hfta-train: {} members of {} on {} ({} training, {} held out), {} {}\n", members, model, all.name,
+               train.size(), heldout.size(), optimizer, fmt::join(described, " "));
+    std::vector<MemberEpoch> rows;
+    for (int64_t epoch = 0; epoch < options.epochs; ++epoch) {
+      const auto epoch_rows = trainer.runEpoch(train, heldout);
+      rows.insert(rows.end(), epoch_rows.begin(), epoch_rows.end());
+      std::string line = fmt::format("epoch {:>3} ({:.1f} s):", epoch + 1, epoch_rows[0].seconds);
+      for (const auto& r : epoch_rows) {
+        line += r.diverged ? fmt::format("  m{} diverged", r.member)
+                           : fmt::format("  m{} {:.3f}/{:.1f}%", r.member, r.heldout_loss, 100 * r.heldout_accuracy);
+      }
+      fmt::print("{}\n", line);
+      if (!out.empty()) {
+        hfta::tools::writeTextFile(out + "/metrics.csv", csvOf(rows));
+        hfta::tools::writeTextFile(out + "/metrics.json", jsonOf(rows));
+      }
+    }
+    if (rows.empty()) return 0;
+    // The last epoch's rows, best first; diverged members last.
+    std::vector<MemberEpoch> last(rows.end() - members, rows.end());
+    std::stable_sort(last.begin(), last.end(), [&](const MemberEpoch& a, const MemberEpoch& b) {
+      if (a.diverged != b.diverged) return !a.diverged;
+      if (metric == "accuracy" && a.heldout_accuracy != b.heldout_accuracy) {
+        return a.heldout_accuracy > b.heldout_accuracy;
+      }
+      return a.heldout_loss < b.heldout_loss;  // (ties in accuracy too)
+    });
+    fmt::print("\n{:>4}  {:>6}  {:>10}  {:>12}  {:>12}  {}\n", "rank", "member", "lr", "held-out acc", "held-out loss",
+               "status");
+    for (size_t i = 0; i < last.size(); ++i) {
+      const auto& r = last[i];
+      fmt::print("{:>4}  {:>6}  {:>10.4g}  {:>11.2f}%  {:>12.4f}  {}\n", i + 1, r.member, r.lr,
+                 100 * r.heldout_accuracy, r.heldout_loss, r.diverged ? "diverged (frozen)" : "ok");
+    }
+    if (!export_best.empty()) {
+      for (int64_t i = 0; i < std::min<int64_t>(top, members); ++i) {
+        if (last[i].diverged) break;
+        const auto path = (std::filesystem::path(export_best) / fmt::format("member_{}.pt", last[i].member)).string();
+        hfta::saveModule(hfta::split(trainer.module(), last[i].member), path);
+        fmt::print("hfta-train: wrote member {} (rank {}) to {}\n", last[i].member, i + 1, path);
+      }
+    }
+    if (!out.empty()) fmt::print("hfta-train: metrics in {}/metrics.csv and metrics.json\n", out);
+    return 0;
+  });
+}

@@ -1,0 +1,142 @@
+#include "train/trainer.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <chrono>
+#include <cmath>
+
+#include "passes/hfta/hfta.h"
+
+namespace hfta::train {
+
+Trainer::Trainer(torch::jit::Module fused, optim::FusedOptimizer& optimizer, TrainOptions options)
+    : module_(std::move(fused)),
+      optimizer_(optimizer),
+      options_(std::move(options)),
+      array_size_(hfta::arraySize(module_)),
+      shared_input_(module_.hasattr("hfta_shared_input") && module_.attr("hfta_shared_input").toBool()),
+      diverged_(array_size_, false) {
+  if (optimizer_.array_size() != array_size_) {
+    throw UserError(fmt::format("the optimizer has {} members, the fused module {}", optimizer_.array_size(), array_size_));
+  }
+  if (shared_input_ && !options_.same_batches) {
+    throw UserError("this module was fused with --shared-input: every member must see the same batches");
+  }
+  if (options_.loss != "cross_entropy" && options_.loss != "mse") {
+    throw UserError(fmt::format("unknown loss {}: use cross_entropy or mse", options_.loss));
+  }
+  if (options_.batch_size < 1 || options_.epochs < 0) throw UserError("--batch-size must be >= 1 and --epochs >= 0");
+}
+
+at::Tensor Trainer::input(const at::Tensor& images) const {
+  if (images.dim() > 0 && options_.same_batches) {
+    if (shared_input_) return images;
+    std::vector<int64_t> sizes{array_size_};
+    sizes.insert(sizes.end(), images.sizes().begin(), images.sizes().end());
+    return images.unsqueeze(0).expand(sizes);  // B views of one batch, no copy
+  }
+  return images;  // already [B, N, ...]
+}
+
+at::Tensor Trainer::memberLosses(const at::Tensor& outputs, const at::Tensor& labels, int64_t classes) const {
+  if (outputs.dim() != 3 || outputs.size(0) != array_size_ || outputs.size(2) != classes) {
+    throw UserError(fmt::format("the fused module returns [{}], but training needs [B={}, N, classes={}] per batch",
+                                fmt::join(outputs.sizes(), ", "), array_size_, classes));
+  }
+  const auto flat_out = outputs.flatten(0, 1);
+  const auto flat_labels = labels.flatten();
+  at::Tensor per_sample;
+  if (options_.loss == "cross_entropy") {
+    per_sample = at::cross_entropy_loss(flat_out, flat_labels, {}, at::Reduction::None);
+  } else {
+    const auto target = at::one_hot(flat_labels, classes).to(outputs.dtype());
+    per_sample = (flat_out - target).pow(2).mean(1);
+  }
+  return per_sample.view({array_size_, -1}).mean(1);
+}
+
+std::vector<MemberEpoch> Trainer::runEpoch(const Dataset& train, const Dataset& heldout) {
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  ++epoch_;
+  module_.train();
+  // Each epoch's order comes from (seed, epoch): a resumed run sees the
+  // same batches as an uninterrupted one.
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(options_.seed * 1000003 + epoch_);
+  const int64_t n = train.size();
+  std::vector<at::Tensor> orders;
+  for (int64_t b = 0; b < (options_.same_batches ? 1 : array_size_); ++b) orders.push_back(at::randperm(n, gen));
+  auto loss_sum = at::zeros({array_size_}, at::kDouble);
+  int64_t batches = 0;
+  for (int64_t begin = 0; begin < n; begin += options_.batch_size) {
+    const int64_t end = std::min(n, begin + options_.batch_size);
+    at::Tensor images, labels;
+    if (options_.same_batches) {
+      const auto index = orders[0].slice(0, begin, end);
+      images = train.images.index_select(0, index);
+      labels = train.labels.index_select(0, index).unsqueeze(0).expand({array_size_, end - begin});
+    } else {
+      std::vector<at::Tensor> xs, ys;
+      for (const auto& order : orders) {
+        const auto index = order.slice(0, begin, end);
+        xs.push_back(train.images.index_select(0, index));
+        ys.push_back(train.labels.index_select(0, index));
+      }
+      images = at::stack(xs);
+      labels = at::stack(ys);
+    }
+    optimizer_.zero_grad();
+    const auto outputs = module_.forward({input(images)}).toTensor();
+    const auto losses = memberLosses(outputs, labels, train.classes);
+    losses.sum().backward();
+    const auto detached = losses.detach().to(at::kDouble);
+    for (int64_t b = 0; b < array_size_; ++b) {
+      if (!diverged_[b] && !std::isfinite(detached[b].item<double>())) {
+        diverged_[b] = true;
+        optimizer_.freeze(b);
+      }
+    }
+    optimizer_.step();
+    loss_sum += detached;
+    ++batches;
+  }
+  if (scheduler_ != nullptr) scheduler_->step();
+  const auto [heldout_loss, heldout_accuracy] = evaluate(heldout);
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  const auto lr = optimizer_.lr().expanded(array_size_);
+  std::vector<MemberEpoch> rows;
+  for (int64_t b = 0; b < array_size_; ++b) {
+    rows.push_back({epoch_, b, loss_sum[b].item<double>() / std::max<int64_t>(batches, 1), heldout_loss[b],
+                    heldout_accuracy[b], lr[b], seconds, diverged_[b]});
+  }
+  return rows;
+}
+
+std::pair<std::vector<double>, std::vector<double>> Trainer::evaluate(const Dataset& heldout) {
+  torch::NoGradGuard no_grad;
+  module_.eval();
+  auto loss_sum = at::zeros({array_size_}, at::kDouble);
+  auto correct = at::zeros({array_size_}, at::kDouble);
+  const int64_t n = heldout.size();
+  for (int64_t begin = 0; begin < n; begin += options_.batch_size) {
+    const int64_t end = std::min(n, begin + options_.batch_size);
+    const auto images = heldout.images.slice(0, begin, end);
+    const auto labels = heldout.labels.slice(0, begin, end).unsqueeze(0).expand({array_size_, end - begin});
+    std::vector<int64_t> sizes{array_size_};
+    sizes.insert(sizes.end(), images.sizes().begin(), images.sizes().end());
+    const auto x = shared_input_ ? images : images.unsqueeze(0).expand(sizes);
+    const auto outputs = module_.forward({x}).toTensor();
+    loss_sum += memberLosses(outputs, labels, heldout.classes).to(at::kDouble) * (end - begin);
+    correct += outputs.argmax(2).eq(labels).sum(1).to(at::kDouble);
+  }
+  module_.train();
+  std::vector<double> loss(array_size_), accuracy(array_size_);
+  for (int64_t b = 0; b < array_size_; ++b) {
+    loss[b] = loss_sum[b].item<double>() / std::max<int64_t>(n, 1);
+    accuracy[b] = correct[b].item<double>() / std::max<int64_t>(n, 1);
+  }
+  return {loss, accuracy};
+}
+
+}  // namespace hfta::train

@@ -1,0 +1,72 @@
+#pragma once
+// Trains a fused array of B members on one data set: each member's loss is
+// computed on its own outputs and the losses are summed, so each member's
+// gradient is its own; one fused optimizer step updates all. Per epoch and
+// member: training loss, held-out loss and accuracy, learning rate, time.
+// A member whose loss stops being finite is reported and frozen; the others
+// train on.
+#include <torch/script.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/optim/optimizer.h"
+#include "runtime/optim/schedulers.h"
+#include "train/dataset.h"
+
+namespace hfta::train {
+
+struct TrainOptions {
+  int64_t epochs = 5;
+  int64_t batch_size = 64;
+  uint64_t seed = 0;
+  // Every member sees the same batches (the usual sweep), or each member
+  // its own shuffled stream.
+  bool same_batches = true;
+  std::string loss = "cross_entropy";  // or "mse" (on one-hot targets)
+};
+
+struct MemberEpoch {
+  int64_t epoch = 0;  // 1-based
+  int64_t member = 0;
+  double train_loss = 0, heldout_loss = 0, heldout_accuracy = 0, lr = 0, seconds = 0;
+  bool diverged = false;
+};
+
+class Trainer {
+ public:
+  // `fused`: a module written by hfta-fuse; `optimizer` over its parameters.
+  Trainer(torch::jit::Module fused, optim::FusedOptimizer& optimizer, TrainOptions options);
+
+  // An LR scheduler stepped after every epoch (optional).
+  void setScheduler(optim::LRScheduler* scheduler) { scheduler_ = scheduler; }
+  // One epoch over `train`, then the held-out evaluation; B rows.
+  std::vector<MemberEpoch> runEpoch(const Dataset& train, const Dataset& heldout);
+  // Held-out loss and accuracy per member, in eval mode.
+  std::pair<std::vector<double>, std::vector<double>> evaluate(const Dataset& heldout);
+
+  int64_t arraySize() const { return array_size_; }
+  int64_t epochsDone() const { return epoch_; }
+  torch::jit::Module& module() { return module_; }
+  const std::vector<bool>& diverged() const { return diverged_; }
+
+ private:
+  // The fused module's input for a batch: [B, N, ...] (or [N, ...] for a
+  // module fused with a shared input).
+  at::Tensor input(const at::Tensor& images) const;
+  // Per-member losses [B] of outputs [B, N, K] against labels [B, N].
+  at::Tensor memberLosses(const at::Tensor& outputs, const at::Tensor& labels, int64_t classes) const;
+
+  torch::jit::Module module_;
+  optim::FusedOptimizer& optimizer_;
+  optim::LRScheduler* scheduler_ = nullptr;
+  TrainOptions options_;
+  int64_t array_size_;
+  bool shared_input_;
+  int64_t epoch_ = 0;
+  std::vector<bool> diverged_;
+};
+
+}  // namespace hfta::train
