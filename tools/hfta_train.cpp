@@ -12,6 +12,8 @@
 #include <torch/script.h>
 
 #include <algorithm>
+#include <atomic>
+#include <csignal>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -19,6 +21,7 @@
 #include "passes/hfta/hfta.h"
 #include "runtime/optim/schedulers.h"
 #include "tools/tool_main.h"
+#include "train/checkpoint.h"
 #include "train/dataset.h"
 #include "train/optimizer_factory.h"
 #include "train/trainer.h"
@@ -26,6 +29,12 @@
 namespace {
 
 using hfta::UserError;
+
+// Set by SIGINT / SIGTERM: the run stops after the batch in flight and
+// writes a checkpoint.
+std::atomic<bool> g_stop{false};
+extern "C" void requestStop(int) { g_stop = true; }
+constexpr int kExitInterrupted = 130;
 using hfta::train::MemberEpoch;
 
 // "0.01,0.03" -> {0.01, 0.03}; one value stands for every member.
@@ -105,6 +114,11 @@ int main(int argc, char** argv) {
   app.add_option("--export-best", export_best, "a folder to write the best member(s) into, as plain .pt files");
   app.add_option("--top", top, "how many members --export-best writes");
   app.add_option("--threads", threads, "intra-op threads (default: all cores)");
+  std::string checkpoint, resume;
+  int64_t checkpoint_every = 0;
+  app.add_option("--checkpoint", checkpoint, "the checkpoint folder (default: OUT/checkpoint)");
+  app.add_option("--checkpoint-every", checkpoint_every, "write a checkpoint every N epochs (0: only when interrupted)");
+  app.add_option("--resume", resume, "go on from a checkpoint folder (the model argument is then not read)");
 
   return hfta::tools::runTool(app, argc, argv, [&] {
     if (metric != "accuracy" && metric != "loss") throw UserError("--metric is accuracy or loss");
@@ -115,8 +129,8 @@ int main(int argc, char** argv) {
       }
     }
     if (threads > 0) at::set_num_threads(threads);
-    auto loaded = hfta::loadMembers({model});
-    auto fused = loaded[0].module;
+    if (checkpoint.empty()) checkpoint = (std::filesystem::path(out.empty() ? "." : out) / "checkpoint").string();
+    auto fused = resume.empty() ? hfta::loadMembers({model})[0].module : hfta::train::loadCheckpointModule(resume);
     const int64_t members = hfta::arraySize(fused);
     const auto all = hfta::train::loadDataset(dataset, data);
     const auto [train, heldout] = hfta::train::holdOut(all, holdout, options.seed);
@@ -145,20 +159,40 @@ int main(int argc, char** argv) {
 
     hfta::train::Trainer trainer(fused, *opt, options);
     trainer.setScheduler(schedule.get());
+    std::vector<MemberEpoch> rows;
+    if (!resume.empty()) {
+      auto resumed = hfta::train::loadCheckpointState(resume, *opt, schedule.get());
+      rows = std::move(resumed.rows);
+      trainer.restore(std::move(resumed.progress));
+      fmt::print("hfta-train: resumed from {} after epoch {} (batch {} of the next)\n", resume,
+                 trainer.progress().epochs_done, trainer.progress().batches_done);
+    }
+    std::signal(SIGINT, requestStop);
+    std::signal(SIGTERM, requestStop);
     std::vector<std::string> described;
     for (const auto& [key, text] : settings) described.push_back(key + "=" + text);
     fmt::print("hfta-train: {} members of {} on {} ({} training, {} held out), {} {}\n", members, model, all.name,
                train.size(), heldout.size(), optimizer, fmt::join(described, " "));
-    std::vector<MemberEpoch> rows;
-    for (int64_t epoch = 0; epoch < options.epochs; ++epoch) {
-      const auto epoch_rows = trainer.runEpoch(train, heldout);
+    while (trainer.progress().epochs_done < options.epochs) {
+      const auto epoch_rows = trainer.runEpoch(train, heldout, [] { return g_stop.load(); });
+      if (epoch_rows.empty()) {
+        hfta::train::saveCheckpoint(checkpoint, trainer.module(), *opt, schedule.get(), trainer.progress(), rows);
+        fmt::print(stderr, "hfta-train: interrupted; checkpoint in {}; go on with --resume {}\n", checkpoint,
+                   checkpoint);
+        return kExitInterrupted;
+      }
       rows.insert(rows.end(), epoch_rows.begin(), epoch_rows.end());
-      std::string line = fmt::format("epoch {:>3} ({:.1f} s):", epoch + 1, epoch_rows[0].seconds);
+      const int64_t epoch = trainer.progress().epochs_done;
+      if (checkpoint_every > 0 && epoch % checkpoint_every == 0) {
+        hfta::train::saveCheckpoint(checkpoint, trainer.module(), *opt, schedule.get(), trainer.progress(), rows);
+      }
+      std::string line = fmt::format("epoch {:>3} ({:.1f} s):", epoch, epoch_rows[0].seconds);
       for (const auto& r : epoch_rows) {
         line += r.diverged ? fmt::format("  m{} diverged", r.member)
                            : fmt::format("  m{} {:.3f}/{:.1f}%", r.member, r.heldout_loss, 100 * r.heldout_accuracy);
       }
       fmt::print("{}\n", line);
+      std::fflush(stdout);  // progress shows as it happens, also through a pipe
       if (!out.empty()) {
         hfta::tools::writeTextFile(out + "/metrics.csv", csvOf(rows));
         hfta::tools::writeTextFile(out + "/metrics.json", jsonOf(rows));

@@ -15,8 +15,9 @@ Trainer::Trainer(torch::jit::Module fused, optim::FusedOptimizer& optimizer, Tra
       optimizer_(optimizer),
       options_(std::move(options)),
       array_size_(hfta::arraySize(module_)),
-      shared_input_(module_.hasattr("hfta_shared_input") && module_.attr("hfta_shared_input").toBool()),
-      diverged_(array_size_, false) {
+      shared_input_(module_.hasattr("hfta_shared_input") && module_.attr("hfta_shared_input").toBool()) {
+  progress_.loss_sum.assign(array_size_, 0.0);
+  progress_.diverged.assign(array_size_, false);
   if (optimizer_.array_size() != array_size_) {
     throw UserError(fmt::format("the optimizer has {} members, the fused module {}", optimizer_.array_size(), array_size_));
   }
@@ -56,21 +57,30 @@ at::Tensor Trainer::memberLosses(const at::Tensor& outputs, const at::Tensor& la
   return per_sample.view({array_size_, -1}).mean(1);
 }
 
-std::vector<MemberEpoch> Trainer::runEpoch(const Dataset& train, const Dataset& heldout) {
+void Trainer::restore(Progress progress) {
+  if (static_cast<int64_t>(progress.loss_sum.size()) != array_size_ ||
+      static_cast<int64_t>(progress.diverged.size()) != array_size_) {
+    throw UserError(fmt::format("the checkpoint is for another number of members than {}", array_size_));
+  }
+  progress_ = std::move(progress);
+}
+
+std::vector<MemberEpoch> Trainer::runEpoch(const Dataset& train, const Dataset& heldout,
+                                           const std::function<bool()>& stop) {
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
-  ++epoch_;
+  const int64_t epoch = progress_.epochs_done + 1;
   module_.train();
   // Each epoch's order comes from (seed, epoch): a resumed run sees the
   // same batches as an uninterrupted one.
-  auto gen = at::make_generator<at::CPUGeneratorImpl>(options_.seed * 1000003 + epoch_);
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(options_.seed * 1000003 + epoch);
   const int64_t n = train.size();
   std::vector<at::Tensor> orders;
   for (int64_t b = 0; b < (options_.same_batches ? 1 : array_size_); ++b) orders.push_back(at::randperm(n, gen));
-  auto loss_sum = at::zeros({array_size_}, at::kDouble);
-  int64_t batches = 0;
-  for (int64_t begin = 0; begin < n; begin += options_.batch_size) {
-    const int64_t end = std::min(n, begin + options_.batch_size);
+  const int64_t batches = (n + options_.batch_size - 1) / options_.batch_size;
+  for (int64_t batch = progress_.batches_done; batch < batches; ++batch) {
+    if (stop && stop()) return {};
+    const int64_t begin = batch * options_.batch_size, end = std::min(n, begin + options_.batch_size);
     at::Tensor images, labels;
     if (options_.same_batches) {
       const auto index = orders[0].slice(0, begin, end);
@@ -92,14 +102,15 @@ std::vector<MemberEpoch> Trainer::runEpoch(const Dataset& train, const Dataset& 
     losses.sum().backward();
     const auto detached = losses.detach().to(at::kDouble);
     for (int64_t b = 0; b < array_size_; ++b) {
-      if (!diverged_[b] && !std::isfinite(detached[b].item<double>())) {
-        diverged_[b] = true;
+      const double loss = detached[b].item<double>();
+      if (!progress_.diverged[b] && !std::isfinite(loss)) {
+        progress_.diverged[b] = true;
         optimizer_.freeze(b);
       }
+      progress_.loss_sum[b] += loss;
     }
     optimizer_.step();
-    loss_sum += detached;
-    ++batches;
+    progress_.batches_done = batch + 1;
   }
   if (scheduler_ != nullptr) scheduler_->step();
   const auto [heldout_loss, heldout_accuracy] = evaluate(heldout);
@@ -107,9 +118,12 @@ std::vector<MemberEpoch> Trainer::runEpoch(const Dataset& train, const Dataset& 
   const auto lr = optimizer_.lr().expanded(array_size_);
   std::vector<MemberEpoch> rows;
   for (int64_t b = 0; b < array_size_; ++b) {
-    rows.push_back({epoch_, b, loss_sum[b].item<double>() / std::max<int64_t>(batches, 1), heldout_loss[b],
-                    heldout_accuracy[b], lr[b], seconds, diverged_[b]});
+    rows.push_back({epoch, b, progress_.loss_sum[b] / std::max<int64_t>(batches, 1), heldout_loss[b],
+                    heldout_accuracy[b], lr[b], seconds, progress_.diverged[b]});
   }
+  progress_.epochs_done = epoch;
+  progress_.batches_done = 0;
+  progress_.loss_sum.assign(array_size_, 0.0);
   return rows;
 }
 

@@ -28,6 +28,16 @@ struct TrainOptions {
   std::string loss = "cross_entropy";  // or "mse" (on one-hot targets)
 };
 
+// Where a run is: epochs done, and inside the next epoch the batches done
+// and their per-member loss sums (a run stopped between batches resumes
+// there).
+struct Progress {
+  int64_t epochs_done = 0;
+  int64_t batches_done = 0;
+  std::vector<double> loss_sum;
+  std::vector<bool> diverged;
+};
+
 struct MemberEpoch {
   int64_t epoch = 0;  // 1-based
   int64_t member = 0;
@@ -42,15 +52,19 @@ class Trainer {
 
   // An LR scheduler stepped after every epoch (optional).
   void setScheduler(optim::LRScheduler* scheduler) { scheduler_ = scheduler; }
-  // One epoch over `train`, then the held-out evaluation; B rows.
-  std::vector<MemberEpoch> runEpoch(const Dataset& train, const Dataset& heldout);
+  // (The rest of) the next epoch over `train`, then the held-out
+  // evaluation: B rows. If `stop()` turns true between batches, returns no
+  // rows and progress() says where it stopped.
+  std::vector<MemberEpoch> runEpoch(const Dataset& train, const Dataset& heldout,
+                                    const std::function<bool()>& stop = {});
+  const Progress& progress() const { return progress_; }
+  // Continues a run from a checkpoint's progress (B entries each).
+  void restore(Progress progress);
   // Held-out loss and accuracy per member, in eval mode.
   std::pair<std::vector<double>, std::vector<double>> evaluate(const Dataset& heldout);
 
   int64_t arraySize() const { return array_size_; }
-  int64_t epochsDone() const { return epoch_; }
   torch::jit::Module& module() { return module_; }
-  const std::vector<bool>& diverged() const { return diverged_; }
 
  private:
   // The fused module's input for a batch: [B, N, ...] (or [N, ...] for a
@@ -65,8 +79,7 @@ class Trainer {
   TrainOptions options_;
   int64_t array_size_;
   bool shared_input_;
-  int64_t epoch_ = 0;
-  std::vector<bool> diverged_;
+  Progress progress_;
 };
 
 }  // namespace hfta::train

@@ -1,0 +1,73 @@
+"""hfta-train stopped by SIGINT in the middle of an epoch writes a
+checkpoint and exits with 130; --resume then ends with the same metrics and
+the same weights, bit for bit, as a run that was never stopped.
+
+python tests/python/test_train_resume.py --train BUILD/tools/hfta-train --fuse BUILD/tools/hfta-fuse \
+    --runtime BUILD/runtime/libhfta_runtime.so
+"""
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "examples"))
+import mlp  # noqa: E402
+import cnn  # noqa: E402,F401  (registers the digits CNN)
+
+EPOCHS = 6
+
+
+def metrics(path):
+    """The metrics without the wall time."""
+    with open(path) as f:
+        return [",".join(line.strip().split(",")[:6] + line.strip().split(",")[7:]) for line in f]
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--train", required=True)
+    parser.add_argument("--fuse", required=True)
+    parser.add_argument("--runtime", required=True)
+    args = parser.parse_args()
+    torch.ops.load_library(args.runtime)
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = mlp.save_members(tmp, "digits", 3)
+        fused = os.path.join(tmp, "fused.pt")
+        subprocess.run([args.fuse, *paths, "-o", fused], check=True, stdout=subprocess.DEVNULL)
+        common = [args.train, fused, "--optimizer", "sgd", "--lr", "0.05,0.1,0.2", "--momentum", "0.9",
+                  "--epochs", str(EPOCHS), "--batch-size", "16", "--threads", "1", "--export-best"]
+        whole, cut = os.path.join(tmp, "whole"), os.path.join(tmp, "cut")
+        subprocess.run(common + [whole, "--top", "3", "--out", whole], check=True, stdout=subprocess.DEVNULL)
+
+        run = subprocess.Popen(common + [cut, "--top", "3", "--out", cut], stdout=subprocess.PIPE, text=True)
+        for line in run.stdout:  # stop in the middle of epoch 3
+            if line.startswith("epoch   2"):
+                time.sleep(0.15)
+                run.send_signal(signal.SIGINT)
+                break
+        run.stdout.read()
+        assert run.wait() == 130, f"an interrupted run exits with 130, got {run.returncode}"
+        checkpoint = os.path.join(cut, "checkpoint")
+        assert os.path.isfile(os.path.join(checkpoint, "state.pt")), "no checkpoint after the interrupt"
+        out = subprocess.run(common + [cut, "--top", "3", "--out", cut, "--resume", checkpoint], check=True,
+                             stdout=subprocess.PIPE, text=True).stdout
+        assert "resumed from" in out, out
+        print(out.splitlines()[0])
+        assert metrics(os.path.join(whole, "metrics.csv")) == metrics(os.path.join(cut, "metrics.csv")), \
+            "metrics differ after resuming"
+        for b in range(3):
+            a = torch.jit.load(os.path.join(whole, f"member_{b}.pt")).state_dict()
+            c = torch.jit.load(os.path.join(cut, f"member_{b}.pt")).state_dict()
+            for name in a:
+                assert torch.equal(a[name], c[name]), f"member {b}: {name} differs after resuming"
+    print("test_train_resume: OK: interrupted + resumed == uninterrupted (metrics and weights)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,34 @@
+#pragma once
+// A training checkpoint: a folder holding the fused module (fused.pt) and
+// everything else a run needs to go on exactly as if it had not stopped
+// (state.pt: the optimizer's and scheduler's state dicts, the trainer's
+// progress, the metrics so far, and the CPU random generator's state).
+// Written to a fresh folder that then replaces the old one, so a
+// checkpoint is either the old one or the whole new one.
+#include <torch/script.h>
+
+#include <string>
+#include <vector>
+
+#include "runtime/optim/optimizer.h"
+#include "runtime/optim/schedulers.h"
+#include "train/trainer.h"
+
+namespace hfta::train {
+
+void saveCheckpoint(const std::string& dir, const torch::jit::Module& module, const optim::FusedOptimizer& optimizer,
+                    const optim::LRScheduler* scheduler, const Progress& progress,
+                    const std::vector<MemberEpoch>& rows);
+
+struct Resumed {
+  Progress progress;
+  std::vector<MemberEpoch> rows;
+};
+
+// The module of a checkpoint (to build the optimizer over).
+torch::jit::Module loadCheckpointModule(const std::string& dir);
+// Restores the optimizer, scheduler and random generator; returns the
+// progress and metrics. UserError if the folder is not a checkpoint.
+Resumed loadCheckpointState(const std::string& dir, optim::FusedOptimizer& optimizer, optim::LRScheduler* scheduler);
+
+}  // namespace hfta::train
