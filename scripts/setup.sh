@@ -2,9 +2,9 @@
 # Installs what hfta needs and skips what is already there:
 #   Debian packages (compilers, fmt, CLI11, nlohmann-json, GoogleTest, FileCheck)
 #   and a project-local virtual environment (.venv) with the pinned torch,
-#   from whose wheel LibTorch is taken, plus cmake, ninja, lit and
+#   from whose wheel LibTorch is taken, plus cmake, ninja, lit,
 #   scikit-learn (whose 8x8 digits become .data/digits.pt, hfta-train's
-#   default data set).
+#   default data set) and matplotlib (the demo's plot).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -31,10 +31,11 @@ if [ ! -x .venv/bin/python ]; then
   echo "setup: creating .venv"
   "$PYTHON" -m venv .venv
 fi
-if ! .venv/bin/python -c "import torch, sklearn, sys; sys.exit(torch.__version__.split('+')[0] != '$TORCH_VERSION')" 2>/dev/null \
+if ! .venv/bin/python -c "import torch, sklearn, matplotlib, sys; sys.exit(torch.__version__.split('+')[0] != '$TORCH_VERSION')" 2>/dev/null \
    || [ ! -x .venv/bin/cmake ] || [ ! -x .venv/bin/lit ]; then
-  echo "setup: installing torch==$TORCH_VERSION, cmake, lit, numpy, scikit-learn into .venv"
-  .venv/bin/pip install -q --disable-pip-version-check "torch==$TORCH_VERSION" numpy "cmake>=3.28" lit scikit-learn
+  echo "setup: installing torch==$TORCH_VERSION, cmake, lit, numpy, scikit-learn, matplotlib into .venv"
+  .venv/bin/pip install -q --disable-pip-version-check "torch==$TORCH_VERSION" numpy "cmake>=3.28" lit \
+    scikit-learn matplotlib
 fi
 # hfta-train's default data set: scikit-learn's digits, converted once.
 [ -f .data/digits.pt ] || .venv/bin/python scripts/make_digits.py .data/digits.pt
