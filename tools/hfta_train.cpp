@@ -15,6 +15,7 @@
 #include <atomic>
 #include <csignal>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -53,6 +54,48 @@ hfta::PerMember parseValues(const std::string& flag, const std::string& text) {
   }
   if (values.empty()) throw UserError(fmt::format("{} is empty", flag));
   return values;
+}
+
+// `--config FILE` (a JSON object of flag names without the dashes, e.g.
+// {"optimizer": "adam", "lr": [0.01, 0.03], "epochs": 5, "own-streams": true})
+// becomes those flags, in place; flags after it on the command line win.
+std::vector<std::string> expandConfig(int argc, char** argv) {
+  std::vector<std::string> args{argv[0]};
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg != "--config") {
+      args.push_back(arg);
+      continue;
+    }
+    if (i + 1 >= argc) throw UserError("--config needs a JSON file");
+    const std::string path = argv[++i];
+    std::ifstream in(path);
+    if (!in) throw UserError(fmt::format("--config: cannot read {}", path));
+    nlohmann::json config;
+    try {
+      config = nlohmann::json::parse(in);
+    } catch (const nlohmann::json::exception& e) {
+      throw UserError(fmt::format("--config: {} is not JSON: {}", path, e.what()));
+    }
+    if (!config.is_object()) throw UserError(fmt::format("--config: {} must hold one JSON object", path));
+    for (const auto& [key, value] : config.items()) {
+      std::string flag = "--" + key;
+      std::replace(flag.begin(), flag.end(), '_', '-');
+      if (value.is_boolean()) {
+        if (value.get<bool>()) args.push_back(flag);
+        continue;
+      }
+      std::string text;
+      const auto items = value.is_array() ? value : nlohmann::json::array({value});
+      for (const auto& item : items) {
+        if (!text.empty()) text += ",";
+        text += item.is_string() ? item.get<std::string>() : item.dump();
+      }
+      args.push_back(flag);
+      args.push_back(text);
+    }
+  }
+  return args;
 }
 
 std::string csvOf(const std::vector<MemberEpoch>& rows) {
@@ -119,8 +162,19 @@ int main(int argc, char** argv) {
   app.add_option("--checkpoint", checkpoint, "the checkpoint folder (default: OUT/checkpoint)");
   app.add_option("--checkpoint-every", checkpoint_every, "write a checkpoint every N epochs (0: only when interrupted)");
   app.add_option("--resume", resume, "go on from a checkpoint folder (the model argument is then not read)");
+  app.add_option("--config", "a JSON object of these flags (e.g. {\"lr\": [0.01, 0.03], \"epochs\": 5}); "
+                             "flags after it on the command line win");
 
-  return hfta::tools::runTool(app, argc, argv, [&] {
+  std::vector<std::string> args;
+  try {
+    args = expandConfig(argc, argv);
+  } catch (const UserError& e) {
+    fmt::print(stderr, "hfta-train: error: {}\n", e.what());
+    return hfta::tools::kExitUserError;
+  }
+  std::vector<char*> expanded;
+  for (auto& a : args) expanded.push_back(a.data());
+  return hfta::tools::runTool(app, static_cast<int>(expanded.size()), expanded.data(), [&] {
     if (metric != "accuracy" && metric != "loss") throw UserError("--metric is accuracy or loss");
     for (const auto& dir : {out, export_best}) {
       std::error_code ec;
