@@ -11,6 +11,8 @@
 #include <fmt/ranges.h>
 #include <torch/script.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <csignal>
@@ -96,6 +98,14 @@ std::vector<std::string> expandConfig(int argc, char** argv) {
     }
   }
   return args;
+}
+
+void printBar(int64_t epoch, int64_t done, int64_t total) {
+  constexpr int kWidth = 30;
+  const int filled = static_cast<int>(kWidth * done / std::max<int64_t>(total, 1));
+  fmt::print(stderr, "\repoch {:>3} [{}{}] {}/{} batches", epoch, std::string(filled, '#'),
+             std::string(kWidth - filled, '.'), done, total);
+  std::fflush(stderr);
 }
 
 std::string csvOf(const std::vector<MemberEpoch>& rows) {
@@ -221,6 +231,8 @@ int main(int argc, char** argv) {
       fmt::print("hfta-train: resumed from {} after epoch {} (batch {} of the next)\n", resume,
                  trainer.progress().epochs_done, trainer.progress().batches_done);
     }
+    // A progress bar where stderr is a terminal; plain epoch lines otherwise.
+    const bool show_bar = isatty(STDERR_FILENO) != 0;
     std::signal(SIGINT, requestStop);
     std::signal(SIGTERM, requestStop);
     std::vector<std::string> described;
@@ -228,7 +240,12 @@ int main(int argc, char** argv) {
     fmt::print("hfta-train: {} members of {} on {} ({} training, {} held out), {} {}\n", members, model, all.name,
                train.size(), heldout.size(), optimizer, fmt::join(described, " "));
     while (trainer.progress().epochs_done < options.epochs) {
-      const auto epoch_rows = trainer.runEpoch(train, heldout, [] { return g_stop.load(); });
+      const int64_t epoch_in_flight = trainer.progress().epochs_done + 1;
+      const auto epoch_rows = trainer.runEpoch(train, heldout, [&](int64_t done, int64_t total) {
+        if (show_bar) printBar(epoch_in_flight, done, total);
+        return g_stop.load();
+      });
+      if (show_bar) fmt::print(stderr, "\r\033[K");  // the bar gives way to the epoch's line
       if (epoch_rows.empty()) {
         hfta::train::saveCheckpoint(checkpoint, trainer.module(), *opt, schedule.get(), trainer.progress(), rows);
         fmt::print(stderr, "hfta-train: interrupted; checkpoint in {}; go on with --resume {}\n", checkpoint,

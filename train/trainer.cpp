@@ -66,7 +66,7 @@ void Trainer::restore(Progress progress) {
 }
 
 std::vector<MemberEpoch> Trainer::runEpoch(const Dataset& train, const Dataset& heldout,
-                                           const std::function<bool()>& stop) {
+                                           const BetweenBatches& between) {
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   const int64_t epoch = progress_.epochs_done + 1;
@@ -79,7 +79,7 @@ std::vector<MemberEpoch> Trainer::runEpoch(const Dataset& train, const Dataset& 
   for (int64_t b = 0; b < (options_.same_batches ? 1 : array_size_); ++b) orders.push_back(at::randperm(n, gen));
   const int64_t batches = (n + options_.batch_size - 1) / options_.batch_size;
   for (int64_t batch = progress_.batches_done; batch < batches; ++batch) {
-    if (stop && stop()) return {};
+    if (between && between(batch, batches)) return {};
     const int64_t begin = batch * options_.batch_size, end = std::min(n, begin + options_.batch_size);
     at::Tensor images, labels;
     if (options_.same_batches) {

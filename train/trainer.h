@@ -52,11 +52,14 @@ class Trainer {
 
   // An LR scheduler stepped after every epoch (optional).
   void setScheduler(optim::LRScheduler* scheduler) { scheduler_ = scheduler; }
+  // Called before each batch with the batches done and in all; returning
+  // true stops the epoch there.
+  using BetweenBatches = std::function<bool(int64_t done, int64_t total)>;
   // (The rest of) the next epoch over `train`, then the held-out
-  // evaluation: B rows. If `stop()` turns true between batches, returns no
-  // rows and progress() says where it stopped.
+  // evaluation: B rows. If `between` says stop, returns no rows and
+  // progress() says where it stopped.
   std::vector<MemberEpoch> runEpoch(const Dataset& train, const Dataset& heldout,
-                                    const std::function<bool()>& stop = {});
+                                    const BetweenBatches& between = {});
   const Progress& progress() const { return progress_; }
   // Continues a run from a checkpoint's progress (B entries each).
   void restore(Progress progress);
