@@ -111,7 +111,7 @@ void addMethod(Module& module, const std::string& name, const std::shared_ptr<Gr
 
 FusionResult fuse(const std::vector<Member>& members, const FuseOptions& options) {
   const auto array_size = static_cast<int64_t>(members.size());
-  if (array_size < 2) {
+  if (array_size < (options.allow_single_member ? 1 : 2)) {
     throw UserError(fmt::format(
         "fusing needs at least 2 models, got {}{}. Pass every member of the sweep, e.g. "
         "hfta-fuse model_*.pt -o fused.pt.",

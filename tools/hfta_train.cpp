@@ -27,6 +27,7 @@
 #include "train/checkpoint.h"
 #include "train/dataset.h"
 #include "train/optimizer_factory.h"
+#include "train/reinit.h"
 #include "train/trainer.h"
 
 namespace {
@@ -172,6 +173,11 @@ int main(int argc, char** argv) {
   app.add_option("--checkpoint", checkpoint, "the checkpoint folder (default: OUT/checkpoint)");
   app.add_option("--checkpoint-every", checkpoint_every, "write a checkpoint every N epochs (0: only when interrupted)");
   app.add_option("--resume", resume, "go on from a checkpoint folder (the model argument is then not read)");
+  int64_t array_size = 0;
+  std::string seeds;
+  app.add_option("--array-size", array_size,
+                 "with a plain model.pt (not fused): train this many fresh members of it, re-initialized from --seeds");
+  app.add_option("--seeds", seeds, "the members' seeds, one per member (default 0, 1, ...)");
   app.add_option("--config", "a JSON object of these flags (e.g. {\"lr\": [0.01, 0.03], \"epochs\": 5}); "
                              "flags after it on the command line win");
 
@@ -195,6 +201,35 @@ int main(int argc, char** argv) {
     if (threads > 0) at::set_num_threads(threads);
     if (checkpoint.empty()) checkpoint = (std::filesystem::path(out.empty() ? "." : out) / "checkpoint").string();
     auto fused = resume.empty() ? hfta::loadMembers({model})[0].module : hfta::train::loadCheckpointModule(resume);
+    if (!fused.hasattr("hfta_array_size")) {  // a plain model: make the members here
+      if (array_size < 1) {
+        throw UserError(fmt::format("{} is a plain model, not one made by hfta-fuse: give --array-size B (and "
+                                    "--seeds) to train B fresh members of it, or fuse B models first", model));
+      }
+      std::vector<double> member_seeds;
+      if (seeds.empty()) {
+        for (int64_t b = 0; b < array_size; ++b) member_seeds.push_back(static_cast<double>(b));
+      } else {
+        const auto given = parseValues("--seeds", seeds);
+        try {
+          given.check(array_size, "--seeds");
+        } catch (const std::invalid_argument& e) {
+          throw UserError(e.what());
+        }
+        member_seeds = given.expanded(array_size);
+      }
+      std::vector<hfta::Member> members;
+      for (int64_t b = 0; b < array_size; ++b) {
+        const auto seed = static_cast<uint64_t>(member_seeds[b]);
+        members.push_back({hfta::train::reinitialized(fused, seed), fmt::format("{} (seed {})", model, seed)});
+      }
+      hfta::FuseOptions fuse_options;
+      fuse_options.allow_single_member = true;
+      fused = hfta::fuse(members, fuse_options).module;
+    } else if (array_size > 0 && array_size != hfta::arraySize(fused)) {
+      throw UserError(fmt::format("--array-size {} does not match the {} members of {}", array_size,
+                                  hfta::arraySize(fused), model));
+    }
     const int64_t members = hfta::arraySize(fused);
     const auto all = hfta::train::loadDataset(dataset, data);
     const auto [train, heldout] = hfta::train::holdOut(all, holdout, options.seed);

@@ -31,6 +31,9 @@ struct FuseOptions {
   // takes the member-shaped input instead of [B, ...], and the first layers
   // read it without copying it B times.
   bool shared_input = false;
+  // An array of one member (a baseline run trained the same way as a
+  // sweep); hfta-fuse refuses it as a likely mistake.
+  bool allow_single_member = false;
 };
 
 // What the fusion did with each node of the member graph.
