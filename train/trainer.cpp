@@ -30,14 +30,11 @@ Trainer::Trainer(torch::jit::Module fused, optim::FusedOptimizer& optimizer, Tra
   if (options_.batch_size < 1 || options_.epochs < 0) throw UserError("--batch-size must be >= 1 and --epochs >= 0");
 }
 
-at::Tensor Trainer::input(const at::Tensor& images) const {
-  if (images.dim() > 0 && options_.same_batches) {
-    if (shared_input_) return images;
-    std::vector<int64_t> sizes{array_size_};
-    sizes.insert(sizes.end(), images.sizes().begin(), images.sizes().end());
-    return images.unsqueeze(0).expand(sizes);  // B views of one batch, no copy
-  }
-  return images;  // already [B, N, ...]
+at::Tensor Trainer::sameForAll(const at::Tensor& images) const {
+  if (shared_input_) return images;
+  std::vector<int64_t> sizes{array_size_};
+  sizes.insert(sizes.end(), images.sizes().begin(), images.sizes().end());
+  return images.unsqueeze(0).expand(sizes);  // B views of one batch, no copy
 }
 
 at::Tensor Trainer::memberLosses(const at::Tensor& outputs, const at::Tensor& labels, int64_t classes) const {
@@ -97,7 +94,8 @@ std::vector<MemberEpoch> Trainer::runEpoch(const Dataset& train, const Dataset& 
       labels = at::stack(ys);
     }
     optimizer_.zero_grad();
-    const auto outputs = module_.forward({input(images)}).toTensor();
+    // Own streams are stacked [B, N, ...] already.
+    const auto outputs = module_.forward({options_.same_batches ? sameForAll(images) : images}).toTensor();
     const auto losses = memberLosses(outputs, labels, train.classes);
     losses.sum().backward();
     const auto detached = losses.detach().to(at::kDouble);
@@ -137,10 +135,7 @@ std::pair<std::vector<double>, std::vector<double>> Trainer::evaluate(const Data
     const int64_t end = std::min(n, begin + options_.batch_size);
     const auto images = heldout.images.slice(0, begin, end);
     const auto labels = heldout.labels.slice(0, begin, end).unsqueeze(0).expand({array_size_, end - begin});
-    std::vector<int64_t> sizes{array_size_};
-    sizes.insert(sizes.end(), images.sizes().begin(), images.sizes().end());
-    const auto x = shared_input_ ? images : images.unsqueeze(0).expand(sizes);
-    const auto outputs = module_.forward({x}).toTensor();
+    const auto outputs = module_.forward({sameForAll(images)}).toTensor();
     loss_sum += memberLosses(outputs, labels, heldout.classes).to(at::kDouble) * (end - begin);
     correct += outputs.argmax(2).eq(labels).sum(1).to(at::kDouble);
   }

@@ -70,9 +70,10 @@ class Trainer {
   torch::jit::Module& module() { return module_; }
 
  private:
-  // The fused module's input for a batch: [B, N, ...] (or [N, ...] for a
-  // module fused with a shared input).
-  at::Tensor input(const at::Tensor& images) const;
+  // One batch [N, ...] that every member sees, as the fused module takes
+  // it: B views [B, N, ...] (or the batch itself, for a module fused with a
+  // shared input).
+  at::Tensor sameForAll(const at::Tensor& images) const;
   // Per-member losses [B] of outputs [B, N, K] against labels [B, N].
   at::Tensor memberLosses(const at::Tensor& outputs, const at::Tensor& labels, int64_t classes) const;
 

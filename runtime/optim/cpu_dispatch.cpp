@@ -37,20 +37,11 @@ void update(at::Tensor& param, const at::Tensor& grad, const std::array<at::Tens
   }
 }
 
-template void update<rules::Sgd>(at::Tensor&, const at::Tensor&, const std::array<at::Tensor*, rules::kMaxStates>&,
-                                 const std::vector<rules::Sgd::Scalars>&,
-                                     const std::vector<uint8_t>&);
-template void update<rules::Adam>(at::Tensor&, const at::Tensor&, const std::array<at::Tensor*, rules::kMaxStates>&,
-                                  const std::vector<rules::Adam::Scalars>&,
-                                     const std::vector<uint8_t>&);
-template void update<rules::Adagrad>(at::Tensor&, const at::Tensor&, const std::array<at::Tensor*, rules::kMaxStates>&,
-                                     const std::vector<rules::Adagrad::Scalars>&,
-                                     const std::vector<uint8_t>&);
-template void update<rules::RMSprop>(at::Tensor&, const at::Tensor&, const std::array<at::Tensor*, rules::kMaxStates>&,
-                                     const std::vector<rules::RMSprop::Scalars>&,
-                                     const std::vector<uint8_t>&);
-template void update<rules::Adadelta>(at::Tensor&, const at::Tensor&, const std::array<at::Tensor*, rules::kMaxStates>&,
-                                      const std::vector<rules::Adadelta::Scalars>&,
-                                     const std::vector<uint8_t>&);
+#define HFTA_CPU_UPDATE(RULE)                                                                        \
+  template void update<rules::RULE>(at::Tensor&, const at::Tensor&,                                  \
+                                    const std::array<at::Tensor*, rules::kMaxStates>&,               \
+                                    const std::vector<rules::RULE::Scalars>&, const std::vector<uint8_t>&);
+HFTA_FOR_EACH_UPDATE_RULE(HFTA_CPU_UPDATE)
+#undef HFTA_CPU_UPDATE
 
 }  // namespace hfta::optim::cpu

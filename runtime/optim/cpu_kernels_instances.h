@@ -7,11 +7,7 @@ inline namespace CPU_CAPABILITY {
                                         const std::array<at::Tensor*, rules::kMaxStates>&,          \
                                         const std::vector<rules::RULE::Scalars>&,                   \
                                         const std::vector<uint8_t>&);
-HFTA_CPU_RULE(Sgd)
-HFTA_CPU_RULE(Adam)
-HFTA_CPU_RULE(Adagrad)
-HFTA_CPU_RULE(RMSprop)
-HFTA_CPU_RULE(Adadelta)
+HFTA_FOR_EACH_UPDATE_RULE(HFTA_CPU_RULE)
 #undef HFTA_CPU_RULE
 }  // namespace CPU_CAPABILITY
 }  // namespace hfta::optim::cpu

@@ -110,15 +110,10 @@ void multiTensorApply(TensorGroup& group, const std::vector<typename Rule::Scala
   });
 }
 
-template void multiTensorApply<rules::Sgd>(TensorGroup&, const std::vector<rules::Sgd::Scalars>&, int64_t,
-                                           const std::vector<uint8_t>&);
-template void multiTensorApply<rules::Adam>(TensorGroup&, const std::vector<rules::Adam::Scalars>&, int64_t,
-                                           const std::vector<uint8_t>&);
-template void multiTensorApply<rules::Adagrad>(TensorGroup&, const std::vector<rules::Adagrad::Scalars>&, int64_t,
-                                           const std::vector<uint8_t>&);
-template void multiTensorApply<rules::RMSprop>(TensorGroup&, const std::vector<rules::RMSprop::Scalars>&, int64_t,
-                                           const std::vector<uint8_t>&);
-template void multiTensorApply<rules::Adadelta>(TensorGroup&, const std::vector<rules::Adadelta::Scalars>&, int64_t,
-                                           const std::vector<uint8_t>&);
+#define HFTA_CUDA_APPLY(RULE)                                                                        \
+  template void multiTensorApply<rules::RULE>(TensorGroup&, const std::vector<rules::RULE::Scalars>&, int64_t, \
+                                              const std::vector<uint8_t>&);
+HFTA_FOR_EACH_UPDATE_RULE(HFTA_CUDA_APPLY)
+#undef HFTA_CUDA_APPLY
 
 }  // namespace hfta::optim::cuda

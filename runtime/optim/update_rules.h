@@ -140,3 +140,6 @@ struct Adadelta {
 };
 
 }  // namespace hfta::optim::rules
+
+// Every rule, for the drivers' explicit instantiations: X(Rule) per rule.
+#define HFTA_FOR_EACH_UPDATE_RULE(X) X(Sgd) X(Adam) X(Adagrad) X(RMSprop) X(Adadelta)
