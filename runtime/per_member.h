@@ -21,6 +21,8 @@ class PerMember {
   // [B, 1, ..., 1] with `rank` dims, on `like`'s device and dtype.
   at::Tensor broadcastable(int64_t array_size, int64_t rank, const at::Tensor& like) const;
   std::vector<double> expanded(int64_t array_size) const;
+  // The values as given (1 or B of them).
+  const std::vector<double>& values() const { return values_; }
 
  private:
   std::vector<double> values_;

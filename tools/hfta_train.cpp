@@ -22,12 +22,12 @@
 #include <sstream>
 
 #include "passes/hfta/hfta.h"
-#include "runtime/optim/schedulers.h"
 #include "tools/tool_main.h"
 #include "train/checkpoint.h"
 #include "train/dataset.h"
 #include "train/optimizer_factory.h"
 #include "train/reinit.h"
+#include "train/schedule.h"
 #include "train/trainer.h"
 
 namespace {
@@ -135,34 +135,38 @@ int main(int argc, char** argv) {
                "hfta-train"};
   std::string model, dataset = "digits", data = HFTA_DIGITS_PATH, optimizer = "sgd", out, export_best,
                      metric = "accuracy", scheduler = "none", loss = "cross_entropy";
-  std::map<std::string, std::string> settings;  // optimizer setting name -> values
+  std::map<std::string, std::string> settings;           // optimizer setting name -> values
+  std::map<std::string, std::string> schedule_settings;  // schedule setting name -> values
   hfta::train::TrainOptions options;
   double holdout = 0.2;
   int threads = 0;
   int64_t top = 1;
-  std::string step_size = "10", gamma = "0.1", t_max;
+  int64_t limit = 0;
   app.add_option("model", model, "the fused module (.pt) written by hfta-fuse")->required();
   app.add_option("--dataset", dataset, "digits (the default, shipped), mnist, cifar10 or synthetic");
   app.add_option("--data", data, "the data set's file (digits) or folder (mnist, cifar10)");
   app.add_option("--optimizer", optimizer, "sgd, adam, adamw, adagrad, rmsprop or adadelta");
   for (const char* key : {"lr", "momentum", "weight_decay", "beta1", "beta2", "eps", "dampening", "nesterov",
                           "amsgrad", "alpha", "centered", "rho", "lr_decay"}) {
-    std::string flag = std::string("--") + key;
-    std::replace(flag.begin(), flag.end(), '_', '-');
-    app.add_option_function<std::string>(flag, [&settings, key](const std::string& v) { settings[key] = v; },
+    app.add_option_function<std::string>(hfta::train::flagOf(key), [&settings, key](const std::string& v) { settings[key] = v; },
                                          fmt::format("{}: one value, or one per member (comma-separated)", key));
   }
-  app.add_option("--scheduler", scheduler, "none, step, exponential or cosine (stepped every epoch)");
-  app.add_option("--step-size", step_size, "step: epochs between decays (per member)");
-  app.add_option("--gamma", gamma, "step, exponential: the decay factor (per member)");
-  app.add_option("--t-max", t_max, "cosine: epochs of the half cycle (per member; default: --epochs)");
+  app.add_option("--scheduler", scheduler,
+                 "none, step, multistep, exponential, cosine, linear (stepped every epoch), onecycle (every batch) "
+                 "or plateau (on each member's held-out loss)");
+  for (const auto& setting : hfta::train::scheduleSettings()) {
+    app.add_option_function<std::string>(
+        hfta::train::flagOf(setting.name), [&schedule_settings, key = setting.name](const std::string& v) { schedule_settings[key] = v; },
+        setting.help + "; one value, or one per member");
+  }
   app.add_option("--epochs", options.epochs);
   app.add_option("--batch-size", options.batch_size);
+  app.add_option("--limit", limit, "use only the data set's first N samples (0: all)");
   app.add_option("--holdout", holdout, "the fraction of the data held out for evaluation");
   app.add_option("--seed", options.seed, "shuffling and the held-out split");
   app.add_flag("--own-streams", [&](int64_t) { options.same_batches = false; },
                "each member sees its own shuffled batches (default: all see the same)");
-  app.add_option("--loss", options.loss, "cross_entropy or mse");
+  app.add_option("--loss", options.loss, "cross_entropy, mse or bce_with_logits (the last two on one-hot targets)");
   app.add_option("--out", out, "a folder for metrics.csv and metrics.json");
   app.add_option("--metric", metric, "rank members by held-out accuracy or loss");
   app.add_option("--export-best", export_best, "a folder to write the best member(s) into, as plain .pt files");
@@ -231,33 +235,23 @@ int main(int argc, char** argv) {
                                   hfta::arraySize(fused), model));
     }
     const int64_t members = hfta::arraySize(fused);
-    const auto all = hfta::train::loadDataset(dataset, data);
+    auto all = hfta::train::loadDataset(dataset, data);
+    if (limit < 0) throw UserError("--limit must be >= 0");
+    if (limit > 0 && limit < all.size()) all = all.slice(0, limit);
     const auto [train, heldout] = hfta::train::holdOut(all, holdout, options.seed);
 
     hfta::optim::Hyper hyper;
-    for (const auto& [key, text] : settings) hyper.emplace(key, parseValues("--" + key, text));
+    for (const auto& [key, text] : settings) hyper.emplace(key, parseValues(hfta::train::flagOf(key), text));
     std::vector<at::Tensor> params;
     for (const auto& p : fused.parameters()) params.push_back(p);
     auto opt = hfta::train::makeOptimizer(optimizer, params, members, hyper);
-    std::unique_ptr<hfta::optim::LRScheduler> schedule;
-    try {
-      if (scheduler == "step") {
-        schedule = std::make_unique<hfta::optim::StepLR>(*opt, parseValues("--step-size", step_size),
-                                                         parseValues("--gamma", gamma));
-      } else if (scheduler == "exponential") {
-        schedule = std::make_unique<hfta::optim::ExponentialLR>(*opt, parseValues("--gamma", gamma));
-      } else if (scheduler == "cosine") {
-        schedule = std::make_unique<hfta::optim::CosineAnnealingLR>(
-            *opt, t_max.empty() ? hfta::PerMember(static_cast<double>(options.epochs)) : parseValues("--t-max", t_max));
-      } else if (scheduler != "none") {
-        throw UserError("--scheduler is none, step, exponential or cosine");
-      }
-    } catch (const std::invalid_argument& e) {
-      throw UserError(e.what());
-    }
+    std::map<std::string, hfta::PerMember> schedule_values;
+    for (const auto& [key, text] : schedule_settings) schedule_values.emplace(key, parseValues(hfta::train::flagOf(key), text));
+    const int64_t batches_per_epoch = (train.size() + options.batch_size - 1) / std::max<int64_t>(options.batch_size, 1);
+    auto schedule = hfta::train::Schedule::make(scheduler, schedule_values, *opt, options.epochs, batches_per_epoch);
 
     hfta::train::Trainer trainer(fused, *opt, options);
-    trainer.setScheduler(schedule.get());
+    trainer.setSchedule(schedule.get());
     std::vector<MemberEpoch> rows;
     if (!resume.empty()) {
       auto resumed = hfta::train::loadCheckpointState(resume, *opt, schedule.get());

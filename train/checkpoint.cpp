@@ -63,11 +63,11 @@ std::vector<MemberEpoch> rowsFromIValue(const c10::IValue& value) {
 }  // namespace
 
 void saveCheckpoint(const std::string& dir, const torch::jit::Module& module, const optim::FusedOptimizer& optimizer,
-                    const optim::LRScheduler* scheduler, const Progress& progress,
+                    const Schedule* schedule, const Progress& progress,
                     const std::vector<MemberEpoch>& rows) {
   c10::impl::GenericDict state(c10::StringType::get(), c10::AnyType::get());
   state.insert("optimizer", optimizer.state_dict());
-  if (scheduler != nullptr) state.insert("scheduler", scheduler->state_dict());
+  if (schedule != nullptr) state.insert("scheduler", schedule->state_dict());
   state.insert("epochs_done", progress.epochs_done);
   state.insert("batches_done", progress.batches_done);
   state.insert("loss_sum", c10::List<double>(progress.loss_sum));
@@ -115,7 +115,7 @@ torch::jit::Module loadCheckpointModule(const std::string& dir) {
   return loadMembers({path})[0].module;
 }
 
-Resumed loadCheckpointState(const std::string& dir, optim::FusedOptimizer& optimizer, optim::LRScheduler* scheduler) {
+Resumed loadCheckpointState(const std::string& dir, optim::FusedOptimizer& optimizer, Schedule* schedule) {
   const auto path = (fs::path(dir) / "state.pt").string();
   std::ifstream in(path, std::ios::binary);
   if (!in) throw UserError(fmt::format("{} is not a checkpoint folder: it has no state.pt", dir));
@@ -123,9 +123,9 @@ Resumed loadCheckpointState(const std::string& dir, optim::FusedOptimizer& optim
   try {
     const auto state = torch::pickle_load(bytes).toGenericDict();
     optimizer.load_state_dict(state.at("optimizer"));
-    if (scheduler != nullptr) {
-      if (!state.contains("scheduler")) throw UserError(fmt::format("{} was saved without a scheduler", dir));
-      scheduler->load_state_dict(state.at("scheduler"));
+    if (schedule != nullptr) {
+      if (!state.contains("scheduler")) throw UserError(fmt::format("{} was saved without a schedule", dir));
+      schedule->load_state_dict(state.at("scheduler"));
     }
     Resumed resumed;
     resumed.progress.epochs_done = state.at("epochs_done").toInt();

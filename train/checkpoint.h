@@ -11,13 +11,13 @@
 #include <vector>
 
 #include "runtime/optim/optimizer.h"
-#include "runtime/optim/schedulers.h"
+#include "train/schedule.h"
 #include "train/trainer.h"
 
 namespace hfta::train {
 
 void saveCheckpoint(const std::string& dir, const torch::jit::Module& module, const optim::FusedOptimizer& optimizer,
-                    const optim::LRScheduler* scheduler, const Progress& progress,
+                    const Schedule* schedule, const Progress& progress,
                     const std::vector<MemberEpoch>& rows);
 
 struct Resumed {
@@ -29,6 +29,6 @@ struct Resumed {
 torch::jit::Module loadCheckpointModule(const std::string& dir);
 // Restores the optimizer, scheduler and random generator; returns the
 // progress and metrics. UserError if the folder is not a checkpoint.
-Resumed loadCheckpointState(const std::string& dir, optim::FusedOptimizer& optimizer, optim::LRScheduler* scheduler);
+Resumed loadCheckpointState(const std::string& dir, optim::FusedOptimizer& optimizer, Schedule* schedule);
 
 }  // namespace hfta::train

@@ -24,8 +24,8 @@ Trainer::Trainer(torch::jit::Module fused, optim::FusedOptimizer& optimizer, Tra
   if (shared_input_ && !options_.same_batches) {
     throw UserError("this module was fused with --shared-input: every member must see the same batches");
   }
-  if (options_.loss != "cross_entropy" && options_.loss != "mse") {
-    throw UserError(fmt::format("unknown loss {}: use cross_entropy or mse", options_.loss));
+  if (options_.loss != "cross_entropy" && options_.loss != "mse" && options_.loss != "bce_with_logits") {
+    throw UserError(fmt::format("unknown loss {}: use cross_entropy, mse or bce_with_logits", options_.loss));
   }
   if (options_.batch_size < 1 || options_.epochs < 0) throw UserError("--batch-size must be >= 1 and --epochs >= 0");
 }
@@ -49,7 +49,9 @@ at::Tensor Trainer::memberLosses(const at::Tensor& outputs, const at::Tensor& la
     per_sample = at::cross_entropy_loss(flat_out, flat_labels, {}, at::Reduction::None);
   } else {
     const auto target = at::one_hot(flat_labels, classes).to(outputs.dtype());
-    per_sample = (flat_out - target).pow(2).mean(1);
+    per_sample = options_.loss == "mse"
+                     ? (flat_out - target).pow(2).mean(1)
+                     : at::binary_cross_entropy_with_logits(flat_out, target, {}, {}, at::Reduction::None).mean(1);
   }
   return per_sample.view({array_size_, -1}).mean(1);
 }
@@ -67,6 +69,7 @@ std::vector<MemberEpoch> Trainer::runEpoch(const Dataset& train, const Dataset& 
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   const int64_t epoch = progress_.epochs_done + 1;
+  auto lr = optimizer_.lr().expanded(array_size_);  // the rate of the epoch's last batch
   module_.train();
   // Each epoch's order comes from (seed, epoch): a resumed run sees the
   // same batches as an uninterrupted one.
@@ -107,13 +110,14 @@ std::vector<MemberEpoch> Trainer::runEpoch(const Dataset& train, const Dataset& 
       }
       progress_.loss_sum[b] += loss;
     }
+    lr = optimizer_.lr().expanded(array_size_);
     optimizer_.step();
+    if (schedule_ != nullptr) schedule_->afterBatch();
     progress_.batches_done = batch + 1;
   }
-  if (scheduler_ != nullptr) scheduler_->step();
   const auto [heldout_loss, heldout_accuracy] = evaluate(heldout);
+  if (schedule_ != nullptr) schedule_->afterEpoch(heldout_loss);
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  const auto lr = optimizer_.lr().expanded(array_size_);
   std::vector<MemberEpoch> rows;
   for (int64_t b = 0; b < array_size_; ++b) {
     rows.push_back({epoch, b, progress_.loss_sum[b] / std::max<int64_t>(batches, 1), heldout_loss[b],

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "runtime/optim/optimizer.h"
-#include "runtime/optim/schedulers.h"
+#include "train/schedule.h"
 #include "train/dataset.h"
 
 namespace hfta::train {
@@ -25,7 +25,8 @@ struct TrainOptions {
   // Every member sees the same batches (the usual sweep), or each member
   // its own shuffled stream.
   bool same_batches = true;
-  std::string loss = "cross_entropy";  // or "mse" (on one-hot targets)
+  // Or "mse" / "bce_with_logits", both on one-hot targets.
+  std::string loss = "cross_entropy";
 };
 
 // Where a run is: epochs done, and inside the next epoch the batches done
@@ -41,6 +42,7 @@ struct Progress {
 struct MemberEpoch {
   int64_t epoch = 0;  // 1-based
   int64_t member = 0;
+  // lr: the rate of the epoch's last batch (OneCycleLR moves it every batch).
   double train_loss = 0, heldout_loss = 0, heldout_accuracy = 0, lr = 0, seconds = 0;
   bool diverged = false;
 };
@@ -50,8 +52,8 @@ class Trainer {
   // `fused`: a module written by hfta-fuse; `optimizer` over its parameters.
   Trainer(torch::jit::Module fused, optim::FusedOptimizer& optimizer, TrainOptions options);
 
-  // An LR scheduler stepped after every epoch (optional).
-  void setScheduler(optim::LRScheduler* scheduler) { scheduler_ = scheduler; }
+  // The learning-rate schedule (optional).
+  void setSchedule(Schedule* schedule) { schedule_ = schedule; }
   // Called before each batch with the batches done and in all; returning
   // true stops the epoch there.
   using BetweenBatches = std::function<bool(int64_t done, int64_t total)>;
@@ -79,7 +81,7 @@ class Trainer {
 
   torch::jit::Module module_;
   optim::FusedOptimizer& optimizer_;
-  optim::LRScheduler* scheduler_ = nullptr;
+  Schedule* schedule_ = nullptr;
   TrainOptions options_;
   int64_t array_size_;
   bool shared_input_;

@@ -1,6 +1,7 @@
 """hfta-train stopped by SIGINT in the middle of an epoch writes a
-checkpoint and exits with 130; --resume then ends with the same metrics and
-the same weights, bit for bit, as a run that was never stopped.
+checkpoint and exits with 130; --resume then ends with the same metrics
+(the learning rates of a schedule stepped every batch included) and the same
+weights, bit for bit, as a run that was never stopped.
 
 python tests/python/test_train_resume.py --train BUILD/tools/hfta-train --fuse BUILD/tools/hfta-fuse \
     --runtime BUILD/runtime/libhfta_runtime.so
@@ -41,6 +42,7 @@ def main():
         fused = os.path.join(tmp, "fused.pt")
         subprocess.run([args.fuse, *paths, "-o", fused], check=True, stdout=subprocess.DEVNULL)
         common = [args.train, fused, "--optimizer", "sgd", "--lr", "0.05,0.1,0.2", "--momentum", "0.9",
+                  "--scheduler", "onecycle", "--max-lr", "0.1,0.2,0.4",  # stepped every batch: resumed mid-epoch
                   "--epochs", str(EPOCHS), "--batch-size", "16", "--threads", "1", "--export-best"]
         whole, cut = os.path.join(tmp, "whole"), os.path.join(tmp, "cut")
         subprocess.run(common + [whole, "--top", "3", "--out", whole], check=True, stdout=subprocess.DEVNULL)
