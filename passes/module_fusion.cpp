@@ -31,6 +31,15 @@ using ClassMap = std::unordered_map<c10::ClassTypePtr, c10::ClassTypePtr>;
 // Makes the new module's tensor from the tensors at one qualified name.
 using TensorMaker = std::function<at::Tensor(const std::vector<at::Tensor>&, bool is_parameter)>;
 
+size_t countCalls(const torch::jit::Block* block) {
+  size_t calls = 0;
+  for (const auto* node : block->nodes()) {
+    calls += node->kind() == torch::jit::prim::CallMethod || node->kind() == torch::jit::prim::CallFunction;
+    for (const auto* inner : node->blocks()) calls += countCalls(inner);
+  }
+  return calls;
+}
+
 std::shared_ptr<Graph> inlinedForward(const Member& member) {
   auto forward = member.module.find_method("forward");
   if (!forward) {
@@ -38,7 +47,13 @@ std::shared_ptr<Graph> inlinedForward(const Member& member) {
                                 member.source));
   }
   auto graph = forward->graph()->copy();
-  torch::jit::Inline(*graph);
+  // Inline() pastes each callee's optimized graph, which has its own calls
+  // inlined only while the graph executor optimizes
+  // (torch::jit::setGraphExecutorOptimize): then each pass inlines one more
+  // level of submodules. (A call still left after kMaxDepth levels runs per
+  // member, as a fallback the report lists.)
+  constexpr int kMaxDepth = 64;
+  for (int depth = 0; depth < kMaxDepth && countCalls(graph->block()) > 0; ++depth) torch::jit::Inline(*graph);
   // Tuples built only to be unpacked (what inlining a function that
   // returns several values leaves) would hide their elements' layouts.
   torch::jit::LowerSimpleTuples(graph);

@@ -2,6 +2,7 @@
 // trajectory are those of the member alone, with PyTorch (scripted from
 // Python, trained with torch.optim.SGD) as the oracle.
 #include <gtest/gtest.h>
+#include <torch/csrc/jit/runtime/graph_executor.h>
 
 #include "passes/hfta/hfta.h"
 #include "runtime/optim/optimizers.h"
@@ -176,6 +177,24 @@ TEST(FusionReport, MlpFamiliesFuseWithoutFallbackAndCumsumFallsBack) {
   EXPECT_EQ(fused.report.fallbacks[0].node, "aten::cumsum");
   EXPECT_NE(fused.report.fallbacks[0].detail.find("no fusion rule"), std::string::npos);
   EXPECT_NE(fused.report.fallbacks[0].source.find("mlp.py:"), std::string::npos);
+}
+
+// With the graph executor not optimizing (torch::jit::setGraphExecutorOptimize
+// (false), a C++ program's choice), callees' graphs come uninlined: fusion
+// still inlines every level, and the fused module runs on that executor.
+TEST(SimpleExecutor, FusesEveryLevelAndRuns) {
+  struct RestoreOptimize {
+    bool was = torch::jit::getGraphExecutorOptimize();
+    ~RestoreOptimize() { torch::jit::setGraphExecutorOptimize(was); }
+  } restore;
+  torch::jit::setGraphExecutorOptimize(false);
+  for (const std::string kind : {"lenet", "resnet18"}) {
+    Reference ref(kind + "_reference.pt");
+    auto fused = fuse(loadMembers(testing::memberPaths(kind)));
+    EXPECT_TRUE(fused.report.fallbacks.empty()) << kind << ":\n" << fused.report.text();
+    const auto out = firstOutput(fused.module.forward({ref.tensor("x")[0]}));
+    EXPECT_TRUE(allClose(out, ref.tensor("outputs"), testing::kForwardTolerance)) << kind;
+  }
 }
 
 TEST(DivergingMember, LeavesTheOtherMembersUnchanged) {

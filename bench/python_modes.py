@@ -1,0 +1,144 @@
+"""The PyTorch (Python) side of the throughput harness (bench/throughput.py):
+trains B members one way for a few timed steps and prints what it measured
+as one JSON object, like bench/train_modes. The ways:
+  vmap   PyTorch's own ensembling: torch.func.stack_module_state + vmap +
+         functional_call, the stacked parameters in one torch.optim.SGD.
+         Batch norm runs without running statistics there (vmap cannot
+         update a buffer per member in place), so it does less work than
+         the others for models with batch norm.
+  eager  the B members as plain PyTorch modules, stepped one after another.
+A step is the same as train_modes': forward, each member's MSE against a
+fixed random target (summed), backward, SGD with momentum 0.9.
+
+python bench/python_modes.py --kind resnet18 --members 4 --modes vmap,eager --batch 8
+"""
+import argparse
+import copy
+import json
+import os
+import sys
+import time
+
+import torch
+from torch import nn
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "examples"))
+import cnn  # noqa: E402,F401  (registers the CNN kinds)
+import mlp  # noqa: E402
+import vision  # noqa: E402,F401  (registers the vision kinds)
+
+LR, MOMENTUM = 0.01, 0.9
+
+
+def members_of(kind, count, width):
+    kwargs = {} if width is None else {"width": width}
+    out = []
+    for b in range(count):
+        torch.manual_seed(b)
+        out.append(mlp.MODELS[kind](**kwargs))
+    return out
+
+
+def without_running_stats(model):
+    for m in model.modules():
+        if isinstance(m, nn.modules.batchnorm._BatchNorm):
+            m.track_running_stats = False
+            m.running_mean = m.running_var = m.num_batches_tracked = None
+    return model
+
+
+def main_output(out):
+    """The output, or the first one where a model returns several (PointNet's transforms)."""
+    return out[0] if isinstance(out, tuple) else out
+
+
+def vmap_way(models, x, device):
+    models = [without_running_stats(m).to(device) for m in models]
+    params, buffers = torch.func.stack_module_state(models)
+    base = copy.deepcopy(models[0]).to("meta")
+
+    def call(p, b, xb):
+        return torch.func.functional_call(base, (p, b), (xb,))
+
+    run = torch.vmap(call, randomness="different")
+    opt = torch.optim.SGD(list(params.values()), lr=LR, momentum=MOMENTUM)
+    target = None
+
+    def step():
+        nonlocal target
+        opt.zero_grad()
+        out = main_output(run(params, buffers, x)).float()
+        if target is None:
+            target = torch.randn_like(out)
+        (out - target).pow(2).flatten(1).mean(1).sum().backward()
+        opt.step()
+    return step
+
+
+def eager_way(models, x, device):
+    models = [m.to(device) for m in models]
+    opts = [torch.optim.SGD(m.parameters(), lr=LR, momentum=MOMENTUM) for m in models]
+    targets = [None] * len(models)
+
+    def step():
+        for b, (m, opt) in enumerate(zip(models, opts)):
+            opt.zero_grad()
+            out = main_output(m(x[b])).float()
+            if targets[b] is None:
+                targets[b] = torch.randn_like(out)
+            (out - targets[b]).pow(2).mean().backward()
+            opt.step()
+    return step
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--kind", required=True)
+    parser.add_argument("--members", type=int, required=True)
+    parser.add_argument("--modes", default="vmap,eager")
+    parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument("--input-shape", required=True, help="one sample's shape, e.g. 3,32,32")
+    parser.add_argument("--width", type=float)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=0)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--amp", action="store_true", help="CUDA: bfloat16 autocast")
+    args = parser.parse_args()
+    if args.threads > 0:
+        torch.set_num_threads(args.threads)
+    device = torch.device(args.device)
+    shape = [int(s) for s in args.input_shape.split(",")]
+    x = torch.randn([args.members, args.batch, *shape], device=device)
+    makers = {"vmap": vmap_way, "eager": eager_way}
+    ways = {mode: makers[mode](members_of(args.kind, args.members, args.width), x, device)
+            for mode in args.modes.split(",")}
+
+    def run(step, count):
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=args.amp and device.type == "cuda"):
+            for _ in range(count):
+                step()
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+
+    for step in ways.values():
+        run(step, args.warmup)
+    result = {}
+    for _ in range(args.rounds):
+        for mode, step in ways.items():
+            start = time.time()
+            run(step, args.steps)
+            end = time.time()
+            samples = args.members * args.batch * args.steps
+            entry = result.setdefault(mode, {"samples_per_s": [], "start": [], "end": [], "samples": []})
+            entry["samples_per_s"].append(samples / (end - start))
+            entry["start"].append(start)
+            entry["end"].append(end)
+            entry["samples"].append(samples)
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,196 @@
+"""Training throughput of B members, every way a user could train them,
+measured side by side (issue 6's harness).
+
+For each model and array size B it measures samples per second summed over
+the B members, after warm-up, for:
+  serial      the B members as LibTorch modules stepped one after another
+  concurrent  B processes, each training one member, started together
+  hfta        the fused module from hfta-fuse with the fused SGD
+  vmap        torch.func ensembling in Python (batch norm without running stats)
+  eager       the B members as PyTorch modules in Python, one after another
+  dense       one member at batch B x N (the ceiling fusion approaches)
+The ways run in alternating rounds (every way once per round, the order
+kept), so that machine noise hits them alike; the median round counts.
+Writes OUT/results.csv, OUT/results.md and OUT/throughput.png (throughput
+relative to serial, against B, one panel per model).
+
+.venv/bin/python bench/throughput.py --quick                 # a sanity run, < 5 minutes on 2 cores
+.venv/bin/python bench/throughput.py --out bench/results/cpu # every model and B
+.venv/bin/python bench/throughput.py --device cuda --amp     # on a GPU machine
+"""
+import argparse
+import csv
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(ROOT, "examples"))
+
+MODES = ["serial", "concurrent", "hfta", "vmap", "eager", "dense"]
+
+# model: (one member's input shape, batch N per member, array sizes, timed steps per round)
+MODELS = {
+    "mlp": ("16", 32, [1, 2, 4, 8, 16], 40),
+    "lenet": ("1,16,16", 32, [1, 2, 4, 8, 16], 10),
+    "pointnet_cls": ("3,64", 32, [1, 2, 4, 8, 16], 4),
+    "dcgan_d": ("3,64,64", 8, [1, 2, 4, 8], 1),
+    "mobilenet_v2": ("3,32,32", 8, [1, 2, 4, 8], 1),
+    "resnet18": ("3,32,32", 8, [1, 2, 4, 8], 1),
+}
+QUICK = {"models": ["mlp", "lenet", "pointnet_cls"], "arrays": [1, 8], "rounds": 2}
+
+
+def run_json(command):
+    out = subprocess.run(command, check=True, stdout=subprocess.PIPE, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def measure(args, model, array_size, workdir):
+    """{mode: [samples per second, one per round]} for one model and B."""
+    shape, batch, _, steps = MODELS[model]
+    steps = max(1, int(steps * args.steps_scale))
+    python = sys.executable
+    script = {"mlp": "mlp.py", "lenet": "cnn.py"}.get(model, "vision.py")
+    subprocess.run([python, os.path.join(ROOT, "examples", script), workdir, "--kind", model, "--members",
+                    str(array_size)], check=True, stdout=subprocess.DEVNULL)
+    members = [os.path.join(workdir, f"{model}_{b}.pt") for b in range(array_size)]
+    fused = []
+    if array_size > 1:  # (hfta-fuse wants two or more; train_modes fuses one member itself)
+        fused_path = os.path.join(workdir, "fused.pt")
+        subprocess.run([os.path.join(args.build, "tools", "hfta-fuse"), *members, "-o", fused_path], check=True,
+                       stdout=subprocess.DEVNULL)
+        fused = ["--fused", fused_path]
+    common = ["--batch", str(batch), "--input-shape", shape, "--rounds", "1", "--steps", str(steps),
+              "--warmup", str(args.warmup), "--device", args.device] + (["--amp"] if args.amp else [])
+    train_modes = os.path.join(args.build, "bench", "train_modes")
+    modes = [m for m in MODES if m in args.modes]
+    rates = {m: [] for m in modes}
+    for _ in range(args.rounds):
+        in_process = [m for m in ("serial", "hfta", "dense") if m in modes]
+        # dense runs in its own process: its one big batch must not share a cache with the others' state.
+        for group in ([m for m in in_process if m != "dense"], [m for m in in_process if m == "dense"]):
+            if group:
+                result = run_json([train_modes, *members, "--modes", ",".join(group), *fused, *common,
+                                   "--threads", str(args.threads)])
+                for m in group:
+                    rates[m] += result[m]["samples_per_s"]
+        if "concurrent" in modes:
+            # B processes, each with its share of the cores, one member each.
+            share = str(max(1, args.threads // array_size))
+            procs = [subprocess.Popen([train_modes, member, "--modes", "single", *common, "--threads", share],
+                                      stdout=subprocess.PIPE, text=True) for member in members]
+            results = []
+            for p in procs:
+                out, _ = p.communicate()
+                if p.returncode != 0:
+                    raise RuntimeError(f"a concurrent process failed ({p.returncode})")
+                results.append(json.loads(out.strip().splitlines()[-1])["single"])
+            # All samples over the span from the first start to the last end.
+            span = max(r["end"][0] for r in results) - min(r["start"][0] for r in results)
+            rates["concurrent"].append(sum(r["samples"][0] for r in results) / span)
+        python_modes = [m for m in ("vmap", "eager") if m in modes]
+        if python_modes:
+            result = run_json([python, os.path.join(HERE, "python_modes.py"), "--kind", model, "--members",
+                               str(array_size), "--modes", ",".join(python_modes), *common,
+                               "--threads", str(args.threads)])
+            for m in python_modes:
+                rates[m] += result[m]["samples_per_s"]
+    return rates
+
+
+def write_outputs(args, rows, environment):
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "results.csv"), "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["model", "B", "batch", "mode", "samples_per_s", "vs_serial", "rounds"])
+        for r in rows:
+            writer.writerow([r["model"], r["B"], r["batch"], r["mode"], f"{r['rate']:.1f}", f"{r['ratio']:.3f}",
+                             " ".join(f"{x:.1f}" for x in r["rounds"])])
+    modes = [m for m in MODES if m in args.modes]
+    lines = [f"Samples per second summed over the B members (median of {args.rounds} alternating rounds); "
+             f"in brackets, the ratio to serial. {environment}", "",
+             "| model | B | batch | " + " | ".join(modes) + " |", "|" + " --- |" * (3 + len(modes))]
+    keys = sorted({(r["model"], r["B"]) for r in rows}, key=lambda k: (list(MODELS).index(k[0]), k[1]))
+    for model, b in keys:
+        cells = {r["mode"]: r for r in rows if r["model"] == model and r["B"] == b}
+        lines.append(f"| {model} | {b} | {MODELS[model][1]} | " +
+                     " | ".join(f"{cells[m]['rate']:.0f} ({cells[m]['ratio']:.2f}x)" for m in modes) + " |")
+    with open(os.path.join(args.out, "results.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    plot(args, rows, modes)
+
+
+def plot(args, rows, modes):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    models = [m for m in MODELS if any(r["model"] == m for r in rows)]
+    fig, axes = plt.subplots(1, len(models), figsize=(4 * len(models), 3.6), squeeze=False)
+    for ax, model in zip(axes[0], models):
+        for mode in modes:
+            points = sorted((r["B"], r["ratio"]) for r in rows if r["model"] == model and r["mode"] == mode)
+            ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=mode)
+        ax.set_title(f"{model} (batch {MODELS[model][1]})")
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("B (models trained)")
+        ax.set_ylabel("throughput / serial")
+        ax.grid(alpha=0.3)
+    axes[0][0].legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(os.path.join(args.out, "throughput.png"), dpi=110)
+    print(f"plot: {os.path.join(args.out, 'throughput.png')}")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--models", default=",".join(MODELS), help="comma-separated: " + ", ".join(MODELS))
+    parser.add_argument("--arrays", help="array sizes B (default: each model's list)")
+    parser.add_argument("--modes", default=",".join(MODES))
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--warmup", type=int, default=2, help="untimed steps per way in each process")
+    parser.add_argument("--steps-scale", type=float, default=1.0, help="multiplies each model's timed steps")
+    parser.add_argument("--threads", type=int, default=os.cpu_count())
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--amp", action="store_true", help="CUDA: bfloat16 autocast in every way")
+    parser.add_argument("--quick", action="store_true", help="the small models at B = 1 and 8, 2 rounds")
+    parser.add_argument("--build", default=os.path.join(ROOT, "build"))
+    parser.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "latest"))
+    args = parser.parse_args()
+    models = args.models.split(",")
+    if args.quick:
+        models, args.rounds = QUICK["models"], QUICK["rounds"]
+    unknown = [m for m in models if m not in MODELS]
+    if unknown:
+        parser.error(f"unknown model {unknown[0]}: use {', '.join(MODELS)}")
+    args.modes = args.modes.split(",")
+    import torch
+    environment = (f"Device {args.device}{' (bf16 autocast)' if args.amp else ''}, {args.threads} threads, "
+                   f"torch {torch.__version__}, {time.strftime('%Y-%m-%d')}.")
+    rows = []
+    started = time.time()
+    for model in models:
+        arrays = QUICK["arrays"] if args.quick else MODELS[model][2]
+        if args.arrays:
+            arrays = [int(b) for b in args.arrays.split(",")]
+        for b in arrays:
+            with tempfile.TemporaryDirectory() as workdir:
+                rates = measure(args, model, b, workdir)
+            serial = statistics.median(rates["serial"]) if "serial" in rates else float("nan")
+            for mode, values in rates.items():
+                rate = statistics.median(values)
+                rows.append({"model": model, "B": b, "batch": MODELS[model][1], "mode": mode, "rate": rate,
+                             "ratio": rate / serial, "rounds": values})
+            print(f"[{time.time() - started:6.0f} s] {model} B={b}: " +
+                  ", ".join(f"{m} {statistics.median(v):.0f}/s" for m, v in rates.items()), flush=True)
+    write_outputs(args, rows, environment)
+
+
+if __name__ == "__main__":
+    main()

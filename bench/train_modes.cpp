@@ -1,0 +1,196 @@
+// The LibTorch side of the throughput harness (bench/throughput.py): trains
+// B members one way for a few timed steps and prints what it measured as
+// one JSON object. The ways:
+//   serial  the B member modules stepped one after another (torch::optim::SGD each)
+//   hfta    the fused module (hfta-fuse's output, or fused here) with FusedSGD
+//   dense   member 0 alone at batch B x N: the same arithmetic as the fused
+//           array in the best-optimized single-model form
+//   single  member 0 alone at batch N: one of the B processes of the
+//           "concurrent" way (the driver starts them together)
+// Several ways in one run are timed in alternating rounds, so machine noise
+// hits them alike. A step: forward, each member's MSE against a fixed random
+// target (the members' losses summed), backward, SGD with momentum 0.9.
+//
+//   train_modes MEMBER.pt... --modes serial,hfta,dense [--fused F.pt] [--batch N]
+//       [--input-shape 3,32,32] [--rounds R] [--steps S] [--warmup W] [--threads T]
+//       [--device cpu|cuda] [--amp]
+#include <ATen/autocast_mode.h>
+#include <torch/csrc/jit/runtime/graph_executor.h>
+#include <torch/script.h>
+#include <torch/torch.h>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "passes/hfta/hfta.h"
+#include "runtime/optim/optimizers.h"
+
+namespace {
+
+constexpr double kLr = 0.01, kMomentum = 0.9;
+
+std::vector<at::Tensor> parametersOf(const torch::jit::Module& m) {
+  std::vector<at::Tensor> params;
+  for (const auto& p : m.parameters()) params.push_back(p);
+  return params;
+}
+
+double wallSeconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// One way of training: a step function and the samples one step trains.
+struct Way {
+  std::function<void()> step;
+  int64_t samples_per_step;
+};
+
+// A model's output, or the first of its outputs (PointNet also returns its
+// transforms).
+at::Tensor mainOutput(const c10::IValue& out) {
+  return out.isTuple() ? out.toTupleRef().elements()[0].toTensor() : out.toTensor();
+}
+
+// A member's loss: MSE of its outputs against `target` (drawn once, the
+// shape of the outputs).
+at::Tensor mse(const at::Tensor& out, at::Tensor& target) {
+  if (!target.defined()) target = torch::randn(out.sizes(), out.options().dtype(at::kFloat));
+  return (out.to(at::kFloat) - target).pow(2).mean();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Training throughput of B members trained one way, for bench/throughput.py", "train_modes"};
+  std::vector<std::string> paths, modes;
+  std::vector<int64_t> input_shape;
+  std::string fused_path, device_name = "cpu";
+  int64_t batch = 32;
+  int rounds = 3, steps = 5, warmup = 3, threads = 0;
+  bool amp = false, simple_executor = false;
+  app.add_option("members", paths, "the B member files")->required();
+  app.add_option("--modes", modes, "serial, hfta, dense, single (comma-separated)")->delimiter(',')->required();
+  app.add_option("--fused", fused_path, "hfta: the fused module from hfta-fuse (default: fuse the members here)");
+  app.add_option("--batch", batch, "each member's batch size N");
+  app.add_option("--input-shape", input_shape, "one sample's shape, e.g. 3,32,32")->delimiter(',')->required();
+  app.add_option("--rounds", rounds, "timed rounds per way, alternating between the ways");
+  app.add_option("--steps", steps, "steps per round");
+  app.add_option("--warmup", warmup, "untimed steps of each way first (the profiling executor's runs)");
+  app.add_option("--threads", threads, "intra-op threads (default: all cores)");
+  app.add_option("--device", device_name, "cpu or cuda");
+  app.add_flag("--amp", amp, "CUDA: bfloat16 autocast");
+  app.add_flag("--simple-executor", simple_executor,
+               "run TorchScript without the profiling executor's optimizations (eager autograd per op)");
+  CLI11_PARSE(app, argc, argv);
+
+  try {
+    if (threads > 0) at::set_num_threads(threads);
+    if (simple_executor) torch::jit::setGraphExecutorOptimize(false);
+    const torch::Device device(device_name);
+    const bool cuda = device.is_cuda();
+    if (cuda && !torch::cuda::is_available()) throw hfta::UserError("--device cuda: no CUDA device here");
+    auto members = hfta::loadMembers(paths);
+    const auto array_size = static_cast<int64_t>(members.size());
+    std::vector<int64_t> sample(input_shape);
+    auto input = [&](std::vector<int64_t> leading) {
+      leading.insert(leading.end(), sample.begin(), sample.end());
+      return torch::randn(leading, torch::TensorOptions().device(device));
+    };
+
+    std::map<std::string, Way> ways;
+    // Kept alive for the steps: modules, optimizers, data, targets.
+    std::vector<torch::jit::Module> serial_modules;
+    std::vector<std::unique_ptr<torch::optim::SGD>> serial_sgd;
+    std::vector<at::Tensor> serial_targets(array_size);
+    torch::jit::Module fused, dense;
+    std::unique_ptr<hfta::optim::FusedSGD> fused_sgd;
+    std::unique_ptr<torch::optim::SGD> dense_sgd;
+    at::Tensor fused_target, dense_target;
+    const auto x = input({array_size, batch});
+    const auto sgd = torch::optim::SGDOptions(kLr).momentum(kMomentum);
+    for (const auto& mode : modes) {
+      if (mode == "serial") {
+        for (auto& m : hfta::loadMembers(paths)) {  // (a fresh copy of each member)
+          serial_modules.push_back(m.module);
+          serial_modules.back().to(device);
+          serial_sgd.push_back(std::make_unique<torch::optim::SGD>(parametersOf(serial_modules.back()), sgd));
+        }
+        ways[mode] = {[&] {
+                        for (int64_t b = 0; b < array_size; ++b) {
+                          serial_sgd[b]->zero_grad();
+                          mse(mainOutput(serial_modules[b].forward({x[b]})), serial_targets[b]).backward();
+                          serial_sgd[b]->step();
+                        }
+                      },
+                      array_size * batch};
+      } else if (mode == "hfta") {
+        hfta::FuseOptions fuse_options;
+        fuse_options.allow_single_member = true;  // B = 1: the fused form of one member
+        fused = fused_path.empty() ? hfta::fuse(members, fuse_options).module : hfta::loadMembers({fused_path})[0].module;
+        fused.to(device);
+        hfta::optim::SGDOptions options;
+        options.lr = kLr;
+        options.momentum = kMomentum;
+        fused_sgd = std::make_unique<hfta::optim::FusedSGD>(parametersOf(fused), array_size, options);
+        ways[mode] = {[&] {
+                        fused_sgd->zero_grad();
+                        const auto out = mainOutput(fused.forward({x})).to(at::kFloat);
+                        if (!fused_target.defined()) fused_target = torch::randn(out.sizes(), out.options());
+                        // Each member's mean, summed: each member's gradient is its own.
+                        (out - fused_target).pow(2).flatten(1).mean(1).sum().backward();
+                        fused_sgd->step();
+                      },
+                      array_size * batch};
+      } else if (mode == "dense" || mode == "single") {
+        const int64_t n = mode == "dense" ? array_size * batch : batch;
+        dense = hfta::loadMembers({paths[0]})[0].module;
+        dense.to(device);
+        dense_sgd = std::make_unique<torch::optim::SGD>(parametersOf(dense), sgd);
+        const auto dense_x = input({n});
+        ways[mode] = {[&, dense_x] {
+                        dense_sgd->zero_grad();
+                        mse(mainOutput(dense.forward({dense_x})), dense_target).backward();
+                        dense_sgd->step();
+                      },
+                      n};
+      } else {
+        throw hfta::UserError(fmt::format("unknown mode {}: use serial, hfta, dense or single", mode));
+      }
+    }
+    if (ways.count("dense") && ways.count("single")) throw hfta::UserError("dense and single run in separate processes");
+
+    auto run = [&](const Way& way, int count) {
+      // bfloat16 autocast needs no loss scaling.
+      at::autocast::set_autocast_enabled(at::kCUDA, cuda && amp);
+      if (cuda && amp) at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
+      for (int i = 0; i < count; ++i) way.step();
+      if (cuda) torch::cuda::synchronize();
+      at::autocast::set_autocast_enabled(at::kCUDA, false);
+    };
+    for (const auto& [mode, way] : ways) run(way, warmup);
+    nlohmann::json result;
+    for (int r = 0; r < rounds; ++r) {
+      for (const auto& mode : modes) {
+        const double start = wallSeconds();
+        run(ways.at(mode), steps);
+        const double end = wallSeconds();
+        auto& entry = result[mode];
+        entry["samples_per_s"].push_back(static_cast<double>(ways.at(mode).samples_per_step * steps) / (end - start));
+        entry["start"].push_back(start);
+        entry["end"].push_back(end);
+        entry["samples"].push_back(ways.at(mode).samples_per_step * steps);
+      }
+    }
+    fmt::print("{}\n", result.dump());
+    return 0;
+  } catch (const hfta::UserError& e) {
+    fmt::print(stderr, "train_modes: error: {}\n", e.what());
+    return 2;
+  }
+}
