@@ -46,8 +46,13 @@ MODELS = {
 QUICK = {"models": ["mlp", "lenet", "pointnet_cls"], "arrays": [1, 8], "rounds": 2}
 
 
+# Every way runs with malloc keeping large blocks for reuse (what
+# hfta::keepLargeAllocations sets in train_modes; runtime/allocator.h says why).
+ENV = dict(os.environ, MALLOC_MMAP_MAX_="0", MALLOC_TRIM_THRESHOLD_="2147483647")
+
+
 def run_json(command):
-    out = subprocess.run(command, check=True, stdout=subprocess.PIPE, text=True).stdout
+    out = subprocess.run(command, check=True, stdout=subprocess.PIPE, text=True, env=ENV).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 
@@ -84,7 +89,7 @@ def measure(args, model, array_size, workdir):
             # B processes, each with its share of the cores, one member each.
             share = str(max(1, args.threads // array_size))
             procs = [subprocess.Popen([train_modes, member, "--modes", "single", *common, "--threads", share],
-                                      stdout=subprocess.PIPE, text=True) for member in members]
+                                      stdout=subprocess.PIPE, text=True, env=ENV) for member in members]
             results = []
             for p in procs:
                 out, _ = p.communicate()

@@ -29,6 +29,7 @@
 #include <nlohmann/json.hpp>
 
 #include "passes/hfta/hfta.h"
+#include "runtime/allocator.h"
 #include "runtime/optim/optimizers.h"
 
 namespace {
@@ -67,6 +68,7 @@ at::Tensor mse(const at::Tensor& out, at::Tensor& target) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  hfta::keepLargeAllocations();  // (the driver gives the Python ways the same setting)
   CLI::App app{"Training throughput of B members trained one way, for bench/throughput.py", "train_modes"};
   std::vector<std::string> paths, modes;
   std::vector<int64_t> input_shape;

@@ -5,12 +5,28 @@
 // member's own.
 #include "runtime/ops.h"
 
+#include <atomic>
+
 namespace hfta::ops {
 namespace {
 
 std::optional<at::Tensor> flattened(const std::optional<at::Tensor>& t) {
   if (!t.has_value() || !t->defined()) return std::nullopt;
   return t->view(-1);  // stacked [B, C] buffers are contiguous: a view, so updates land in them
+}
+
+// The form of B convolutions on a channel-folded input, on the CPU. One
+// grouped convolution (groups x B) is as fast as B dense ones while each
+// member's (C_in / groups) x C_out is small, and up to 2.4x slower from
+// about 48K on (ResNet-18's 512-channel 3x3, MobileNet-V2's wide 1x1,
+// PointNet's 128 -> 1024, DCGAN's 256 -> 512): there, B dense convolutions
+// on the members' channel slices run instead, as each member alone would.
+// Measured by bench/conv_forms.py (numbers in bench/README.md). CUDA keeps
+// the grouped form (not measured yet).
+std::atomic<int64_t> per_member_threshold{48 * 1024};
+
+bool convolvePerMember(const at::Tensor& input, int64_t in_channels_per_group, int64_t out_channels) {
+  return input.device().is_cpu() && in_channels_per_group * out_channels >= per_member_threshold.load();
 }
 
 // Runs `conv(folded input, weight with members flattened into dim 0, flat
@@ -37,10 +53,27 @@ at::Tensor convolveMembers(const at::Tensor& input, const at::Tensor& weight,
   }
   TORCH_CHECK(input.size(1) == members * in_channels, "hfta::conv: input ", input.sizes(),
               " has neither ", in_channels, " nor ", members, " x ", in_channels, " channels");
+  if (!transposed && convolvePerMember(input, weight.size(2), weight.size(1))) {
+    // split and unbind, not narrow and select: their backward is one cat or
+    // stack, where B narrows or selects would each zero-fill a whole-sized
+    // gradient and B - 1 adds would sum them.
+    const auto inputs = input.split(in_channels, 1);
+    const auto weights = weight.unbind(0);
+    const auto biases = b.has_value() ? bias->unbind(0) : std::vector<at::Tensor>{};
+    std::vector<at::Tensor> outputs;
+    for (int64_t m = 0; m < members; ++m) {
+      const auto member_bias = biases.empty() ? std::nullopt : std::optional<at::Tensor>(biases[m]);
+      outputs.push_back(conv(inputs[m], weights[m], member_bias, groups));
+    }
+    return at::cat(outputs, 1);
+  }
   return conv(input, w, b, groups * members);
 }
 
 }  // namespace
+
+int64_t perMemberConvThreshold() { return per_member_threshold.load(); }
+void setPerMemberConvThreshold(int64_t channel_product) { per_member_threshold = channel_product; }
 
 at::Tensor conv(const at::Tensor& input, const at::Tensor& weight,
                 const std::optional<at::Tensor>& bias, at::IntArrayRef stride,

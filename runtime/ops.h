@@ -22,11 +22,18 @@ at::Tensor addmm(const at::Tensor& self, const at::Tensor& mat1,
                  const at::Scalar& alpha);
 // Convolution per member: input channel-folded [N, B*C, *] or one input all
 // members share [N, C, *]; weight [B, out, in/groups, k...], bias [B, out].
-// One grouped convolution (groups * B); a shared input with groups == 1 runs
-// as one dense convolution with B*out channels. Returns [N, B*out, *].
+// One grouped convolution (groups * B), or on the CPU from
+// perMemberConvThreshold() on, B dense ones on the members' channel slices;
+// a shared input with groups == 1 runs as one dense convolution with B*out
+// channels. Returns [N, B*out, *].
 at::Tensor conv(const at::Tensor& input, const at::Tensor& weight,
                 const std::optional<at::Tensor>& bias, at::IntArrayRef stride,
                 at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups);
+// The smallest (in / groups) x out at which hfta::conv runs B dense
+// convolutions instead of one grouped one on the CPU (conv_ops.cpp says
+// why); tests set 0 to run every convolution per member.
+int64_t perMemberConvThreshold();
+void setPerMemberConvThreshold(int64_t channel_product);
 // The same with padding "same" or "valid".
 at::Tensor conv_padding(const at::Tensor& input, const at::Tensor& weight,
                         const std::optional<at::Tensor>& bias, at::IntArrayRef stride,

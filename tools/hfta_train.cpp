@@ -22,6 +22,7 @@
 #include <sstream>
 
 #include "passes/hfta/hfta.h"
+#include "runtime/allocator.h"
 #include "tools/tool_main.h"
 #include "train/checkpoint.h"
 #include "train/dataset.h"
@@ -131,6 +132,7 @@ std::string jsonOf(const std::vector<MemberEpoch>& rows) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  hfta::keepLargeAllocations();  // a fused array's large activations, reused every step
   CLI::App app{"Train the members of a fused module (from hfta-fuse), each with its own hyper-parameters.",
                "hfta-train"};
   std::string model, dataset = "digits", data = HFTA_DIGITS_PATH, optimizer = "sgd", out, export_best,
