@@ -59,6 +59,7 @@ def run_json(command):
 def measure(args, model, array_size, workdir):
     """{mode: [samples per second, one per round]} for one model and B."""
     shape, batch, _, steps = MODELS[model]
+    batch = args.batch or batch
     steps = max(1, int(steps * args.steps_scale))
     python = sys.executable
     script = {"mlp": "mlp.py", "lenet": "cnn.py"}.get(model, "vision.py")
@@ -124,7 +125,7 @@ def write_outputs(args, rows, environment):
     keys = sorted({(r["model"], r["B"]) for r in rows}, key=lambda k: (list(MODELS).index(k[0]), k[1]))
     for model, b in keys:
         cells = {r["mode"]: r for r in rows if r["model"] == model and r["B"] == b}
-        lines.append(f"| {model} | {b} | {MODELS[model][1]} | " +
+        lines.append(f"| {model} | {b} | {next(iter(cells.values()))['batch']} | " +
                      " | ".join(f"{cells[m]['rate']:.0f} ({cells[m]['ratio']:.2f}x)" for m in modes) + " |")
     with open(os.path.join(args.out, "results.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
@@ -133,7 +134,11 @@ def write_outputs(args, rows, environment):
 
 
 def plot(args, rows, modes):
-    import matplotlib
+    try:
+        import matplotlib
+    except ImportError:
+        print("plot: skipped (no matplotlib in this Python)")
+        return
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     models = [m for m in MODELS if any(r["model"] == m for r in rows)]
@@ -142,7 +147,7 @@ def plot(args, rows, modes):
         for mode in modes:
             points = sorted((r["B"], r["ratio"]) for r in rows if r["model"] == model and r["mode"] == mode)
             ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=mode)
-        ax.set_title(f"{model} (batch {MODELS[model][1]})")
+        ax.set_title(f"{model} (batch {args.batch or MODELS[model][1]})")
         ax.set_xscale("log", base=2)
         ax.set_xlabel("B (models trained)")
         ax.set_ylabel("throughput / serial")
@@ -161,6 +166,7 @@ def main():
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--warmup", type=int, default=2, help="untimed steps per way in each process")
     parser.add_argument("--steps-scale", type=float, default=1.0, help="multiplies each model's timed steps")
+    parser.add_argument("--batch", type=int, help="every model's batch per member (default: each model's own)")
     parser.add_argument("--threads", type=int, default=os.cpu_count())
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--amp", action="store_true", help="CUDA: bfloat16 autocast in every way")
@@ -190,7 +196,7 @@ def main():
             serial = statistics.median(rates["serial"]) if "serial" in rates else float("nan")
             for mode, values in rates.items():
                 rate = statistics.median(values)
-                rows.append({"model": model, "B": b, "batch": MODELS[model][1], "mode": mode, "rate": rate,
+                rows.append({"model": model, "B": b, "batch": args.batch or MODELS[model][1], "mode": mode, "rate": rate,
                              "ratio": rate / serial, "rounds": values})
             print(f"[{time.time() - started:6.0f} s] {model} B={b}: " +
                   ", ".join(f"{m} {statistics.median(v):.0f}/s" for m, v in rates.items()), flush=True)
