@@ -10,7 +10,8 @@
 #   scripts/gpu_check.sh [python]     (default: python3, which holds torch there)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-python="${1:-python3}"
+python="$(command -v "${1:-python3}")"
+[[ "$python" = /* ]] || python="$PWD/$python"  # CMake's FindPython wants it absolute
 deps="$PWD/.gpu-deps/root/usr"
 [ -d "$deps" ] || { echo "gpu_check: run scripts/gpu_deps.sh first (and carry .gpu-deps)" >&2; exit 2; }
 export LD_LIBRARY_PATH="$deps/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
