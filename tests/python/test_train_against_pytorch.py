@@ -11,7 +11,6 @@ cross-entropy and BCE-with-logits losses.
 
 python tests/python/test_train_against_pytorch.py --train BUILD/tools/hfta-train --runtime BUILD/runtime/libhfta_runtime.so
 """
-import argparse
 import csv
 import math
 import os
@@ -21,6 +20,8 @@ import tempfile
 
 import torch
 import torch.nn.functional as F
+
+import train_cli  # the script's own folder
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, "..", "..")
@@ -99,11 +100,7 @@ def train_alone(b, train, heldout, loss, make_scheduler, per_batch):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--train", required=True)
-    parser.add_argument("--runtime", required=True)
-    args = parser.parse_args()
-    torch.ops.load_library(args.runtime)
+    args = train_cli.parse_args()
     torch.set_num_threads(1)
     data = torch.load(os.path.join(ROOT, ".data", "digits.pt"))
     train, heldout = split(data)

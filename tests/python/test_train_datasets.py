@@ -7,7 +7,6 @@ a torch.save'd {images, labels} file; and the members learn the classes
 
 python tests/python/test_train_datasets.py --train BUILD/tools/hfta-train --runtime BUILD/runtime/libhfta_runtime.so
 """
-import argparse
 import csv
 import os
 import struct
@@ -15,6 +14,8 @@ import subprocess
 import tempfile
 
 import torch
+
+import train_cli  # the script's own folder
 from torch import nn
 import torch.nn.functional as F
 
@@ -71,11 +72,7 @@ def metrics(path):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--train", required=True)
-    parser.add_argument("--runtime", required=True)
-    args = parser.parse_args()
-    torch.ops.load_library(args.runtime)
+    args = train_cli.parse_args()
     generator = torch.Generator().manual_seed(0)
     with tempfile.TemporaryDirectory() as tmp:
         for name, channels, write in (("mnist", 1, write_mnist), ("cifar10", 3, write_cifar10)):

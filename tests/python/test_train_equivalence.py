@@ -5,7 +5,6 @@ of the same command with --array-size 1 give it; and member b starts as
 
 python tests/python/test_train_equivalence.py --train BUILD/tools/hfta-train --runtime BUILD/runtime/libhfta_runtime.so
 """
-import argparse
 import csv
 import math
 import os
@@ -14,6 +13,8 @@ import sys
 import tempfile
 
 import torch
+
+import train_cli  # the script's own folder
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "examples"))
@@ -29,11 +30,7 @@ def rows(path):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--train", required=True)
-    parser.add_argument("--runtime", required=True)
-    args = parser.parse_args()
-    torch.ops.load_library(args.runtime)
+    args = train_cli.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         torch.manual_seed(123)  # any weights: hfta-train re-initializes the members
         model = os.path.join(tmp, "model.pt")
