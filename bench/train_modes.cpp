@@ -23,6 +23,7 @@
 #include <fmt/ranges.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <map>
@@ -105,6 +106,9 @@ int main(int argc, char** argv) {
       return torch::randn(leading, torch::TensorOptions().device(device));
     };
 
+    if (std::count(modes.begin(), modes.end(), "dense") && std::count(modes.begin(), modes.end(), "single")) {
+      throw hfta::UserError("dense and single run in separate processes (they share one module)");
+    }
     std::map<std::string, Way> ways;
     // Kept alive for the steps: modules, optimizers, data, targets.
     std::vector<torch::jit::Module> serial_modules;
@@ -134,7 +138,8 @@ int main(int argc, char** argv) {
       } else if (mode == "hfta") {
         hfta::FuseOptions fuse_options;
         fuse_options.allow_single_member = true;  // B = 1: the fused form of one member
-        fused = fused_path.empty() ? hfta::fuse(members, fuse_options).module : hfta::loadMembers({fused_path})[0].module;
+        fused = fused_path.empty() ? hfta::fuse(members, fuse_options).module
+                                   : hfta::loadMembers({fused_path})[0].module;
         fused.to(device);
         hfta::optim::SGDOptions options;
         options.lr = kLr;
@@ -165,7 +170,6 @@ int main(int argc, char** argv) {
         throw hfta::UserError(fmt::format("unknown mode {}: use serial, hfta, dense or single", mode));
       }
     }
-    if (ways.count("dense") && ways.count("single")) throw hfta::UserError("dense and single run in separate processes");
 
     auto run = [&](const Way& way, int count) {
       // bfloat16 autocast needs no loss scaling.

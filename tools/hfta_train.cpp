@@ -150,7 +150,8 @@ int main(int argc, char** argv) {
   app.add_option("--optimizer", optimizer, "sgd, adam, adamw, adagrad, rmsprop or adadelta");
   for (const char* key : {"lr", "momentum", "weight_decay", "beta1", "beta2", "eps", "dampening", "nesterov",
                           "amsgrad", "alpha", "centered", "rho", "lr_decay"}) {
-    app.add_option_function<std::string>(hfta::train::flagOf(key), [&settings, key](const std::string& v) { settings[key] = v; },
+    app.add_option_function<std::string>(hfta::train::flagOf(key),
+                                         [&settings, key](const std::string& v) { settings[key] = v; },
                                          fmt::format("{}: one value, or one per member (comma-separated)", key));
   }
   app.add_option("--scheduler", scheduler,
@@ -158,7 +159,8 @@ int main(int argc, char** argv) {
                  "or plateau (on each member's held-out loss)");
   for (const auto& setting : hfta::train::scheduleSettings()) {
     app.add_option_function<std::string>(
-        hfta::train::flagOf(setting.name), [&schedule_settings, key = setting.name](const std::string& v) { schedule_settings[key] = v; },
+        hfta::train::flagOf(setting.name),
+        [&schedule_settings, key = setting.name](const std::string& v) { schedule_settings[key] = v; },
         setting.help + "; one value, or one per member");
   }
   app.add_option("--epochs", options.epochs);
@@ -248,8 +250,11 @@ int main(int argc, char** argv) {
     for (const auto& p : fused.parameters()) params.push_back(p);
     auto opt = hfta::train::makeOptimizer(optimizer, params, members, hyper);
     std::map<std::string, hfta::PerMember> schedule_values;
-    for (const auto& [key, text] : schedule_settings) schedule_values.emplace(key, parseValues(hfta::train::flagOf(key), text));
-    const int64_t batches_per_epoch = (train.size() + options.batch_size - 1) / std::max<int64_t>(options.batch_size, 1);
+    for (const auto& [key, text] : schedule_settings) {
+      schedule_values.emplace(key, parseValues(hfta::train::flagOf(key), text));
+    }
+    const int64_t batches_per_epoch =
+        (train.size() + options.batch_size - 1) / std::max<int64_t>(options.batch_size, 1);
     auto schedule = hfta::train::Schedule::make(scheduler, schedule_values, *opt, options.epochs, batches_per_epoch);
 
     hfta::train::Trainer trainer(fused, *opt, options);
