@@ -1,7 +1,9 @@
 // hfta-opt: an mlir-opt-style driver for the passes, for lit tests and for
 // people. Reads TorchScript IR text, runs the named passes, prints the IR.
 // With one file and --array-size B, the members are B copies of it; with
-// several files, each file is one member.
+// several files, each file is one member. The module pass
+// hfta-fuse-parallel reads one TorchScript module (.pt) instead and prints
+// its rewritten forward graph (--report: what it fused, and why not).
 #include <torch/csrc/jit/ir/irparser.h>
 
 #include <fmt/format.h>
@@ -15,6 +17,7 @@
 #include "passes/graph_fuser.h"
 #include "passes/hfta/hfta.h"
 #include "passes/lockstep.h"
+#include "passes/parallel_fusion.h"
 #include "tools/tool_main.h"
 
 namespace {
@@ -86,7 +89,21 @@ int main(int argc, char** argv) {
                  "indices of tensor inputs that all members share (fuse)")->delimiter(',');
   app.add_flag("--report", input.report, "print the fusion report to stderr");
 
+  std::string output;
+  app.add_option("-o", output, "hfta-fuse-parallel: also save the rewritten module there");
+
   return hfta::tools::runTool(app, argc, argv, [&] {
+    if (std::count(pass_names.begin(), pass_names.end(), "hfta-fuse-parallel")) {
+      if (pass_names.size() != 1 || files.size() != 1) {
+        throw hfta::UserError("hfta-fuse-parallel runs alone, on one module (.pt)");
+      }
+      auto module = hfta::loadMembers(files)[0].module;
+      const auto report = hfta::fuseParallel(module);
+      if (input.report) std::cerr << report.text();
+      std::cout << *module.get_method("forward").graph();
+      if (!output.empty()) hfta::saveModule(module, output);
+      return 0;
+    }
     for (const auto& name : pass_names) {
       if (!passes().count(name)) {
         std::vector<std::string> known;

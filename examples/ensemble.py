@@ -1,0 +1,114 @@
+"""Ensembles inside one module, scripted from Python: what
+hfta::fuseParallel (hfta-opt --pass hfta-fuse-parallel) rewrites, and the
+cases it must leave alone.
+
+`python examples/ensemble.py OUT_DIR` writes OUT_DIR/<case>.pt for every case.
+"""
+import argparse
+import os
+
+import torch
+from torch import nn
+
+import cnn
+import mlp
+
+
+class Averaged(nn.Module):
+    """B members on one shared input, outputs averaged."""
+
+    def __init__(self, members):
+        super().__init__()
+        self.members = nn.ModuleList(members)
+
+    def forward(self, x):
+        outs = []
+        for m in self.members:
+            outs.append(m(x))
+        return torch.stack(outs).mean(0)
+
+
+class Stacked(nn.Module):
+    """B members, member b on xs[b], outputs stacked."""
+
+    def __init__(self, members):
+        super().__init__()
+        self.members = nn.ModuleList(members)
+
+    def forward(self, xs):
+        outs = []
+        i = 0
+        for m in self.members:
+            outs.append(m(xs[i]))
+            i += 1
+        return torch.stack(outs)
+
+
+class Chained(nn.Module):
+    """Two members where the second reads the first's output: not parallel."""
+
+    def __init__(self):
+        super().__init__()
+        self.members = nn.ModuleList([mlp.MLP(in_features=16, classes=16), mlp.MLP(in_features=16, classes=16)])
+
+    def forward(self, x):
+        y = x
+        for m in self.members:
+            y = m(y)
+        return y
+
+
+class InPlace(nn.Module):
+    """A member that writes to its input in place."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(16, 10)
+
+    def forward(self, x):
+        return self.fc(x.relu_())
+
+
+def members(kind, count, **kwargs):
+    out = []
+    for b in range(count):
+        torch.manual_seed(b)
+        out.append(mlp.MODELS[kind](**kwargs))
+    return out
+
+
+def cases():
+    torch.manual_seed(0)
+    shared_member = mlp.MLP()
+    return {
+        # fused
+        "mlp_averaged_b2": Averaged(members("mlp", 2)),
+        "mlp_averaged_b5": Averaged(members("mlp", 5)),
+        "mlp_stacked_b5": Stacked(members("mlp", 5)),
+        "lenet_stacked_b3": Stacked(members("lenet", 3)),
+        "lenet_averaged_b2": Averaged(members("lenet", 2)),
+        # left alone
+        "shared_parameter": Averaged([shared_member, shared_member]),
+        "chained": Chained(),
+        "in_place": Averaged([InPlace(), InPlace()]),
+        "different_shapes": Averaged([mlp.MLP(hidden=32), mlp.MLP(hidden=64)]),
+    }
+
+
+# One sample's shape for each fused case's members.
+INPUT_SHAPES = {"mlp": (16,), "lenet": cnn.INPUT_SHAPES["lenet"]}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("out_dir")
+    args = parser.parse_args()
+    os.makedirs(args.out_dir, exist_ok=True)
+    for name, module in cases().items():
+        path = os.path.join(args.out_dir, f"{name}.pt")
+        torch.jit.save(torch.jit.script(module), path)
+        print(path)
+
+
+if __name__ == "__main__":
+    main()
