@@ -9,6 +9,7 @@
 #include <map>
 #include <regex>
 #include <set>
+#include <sstream>
 
 #include "passes/hfta/hfta.h"
 
@@ -164,6 +165,35 @@ std::string whyNot(const std::vector<Call>& calls, const Graph& graph) {
   return "";
 }
 
+// Sets `module`'s tensor at the dotted `name` (e.g. fc1.weight).
+void setTensor(Module module, const std::string& name, const at::Tensor& value) {
+  const auto dot = name.rfind('.');
+  if (dot != std::string::npos) {
+    std::stringstream path(name.substr(0, dot));
+    std::string part;
+    while (std::getline(path, part, '.')) module = module.attr(part).toModule();
+  }
+  module.setattr(name.substr(dot == std::string::npos ? 0 : dot + 1), value);
+}
+
+// Member b's parameters and buffers become views of slice b of the fused
+// module's stacked tensors, detached: they follow training (and a saved
+// module's members hold the trained values), while the trainable
+// parameters are the stacked ones alone.
+void mirrorMembers(const std::vector<Call>& calls, const Module& fused) {
+  std::map<std::string, at::Tensor> stacked;
+  for (const auto& p : fused.named_parameters()) stacked[p.name] = p.value;
+  for (const auto& b : fused.named_buffers()) stacked[b.name] = b.value;
+  for (size_t b = 0; b < calls.size(); ++b) {
+    std::vector<std::string> names;
+    for (const auto& p : calls[b].module.named_parameters()) names.push_back(p.name);
+    for (const auto& buf : calls[b].module.named_buffers()) names.push_back(buf.name);
+    for (const auto& name : names) {
+      setTensor(calls[b].module, name, stacked.at(name).detach().select(0, static_cast<int64_t>(b)));
+    }
+  }
+}
+
 }  // namespace
 
 std::string ParallelFusionReport::text() const {
@@ -250,6 +280,7 @@ ParallelFusionReport fuseParallel(Module& module) {
       calls[b].node->output()->replaceAllUsesWith(unpack->output(b));
       calls[b].node->destroy();
     }
+    mirrorMembers(calls, fused.module);
     report.fused.push_back({paths, name, shared});
   }
   return report;

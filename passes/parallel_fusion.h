@@ -32,7 +32,11 @@ struct ParallelFusionReport {
 
 // Rewrites `module`'s forward in place; the fused members are registered as
 // submodules hfta_parallel_0, 1, ... with stacked parameters, initialized
-// from the members'. (The members stay in the module, unused by forward.)
+// from the members'. The members stay in the module, unused by forward;
+// their parameters and buffers become detached views of their slices of
+// the stacked tensors, so they follow training and a saved module's
+// members hold the trained values, while the parameters that require grad
+// (what an optimizer should get) are the stacked ones.
 ParallelFusionReport fuseParallel(torch::jit::Module& module);
 
 }  // namespace hfta

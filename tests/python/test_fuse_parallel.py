@@ -57,7 +57,17 @@ def main():
                     assert close(stacked_params[pname].grad[b], p.grad), f"{name}: member {b} {pname}.grad differs"
                 for bname, buf in member.named_buffers():
                     assert close(stacked_buffers[bname][b].to(buf.dtype), buf), f"{name}: member {b} {bname} differs"
-            print(f"{name}: outputs, gradients and buffers match the original ensemble")
+            # The members now mirror their slices: an update of the stacked
+            # tensors shows in them, and only the stacked ones are trainable.
+            with torch.no_grad():
+                for p in stacked.parameters():
+                    p.sub_(0.1 * p.grad)
+            for b, (_, member) in enumerate(fused.members.named_children()):
+                for pname, p in member.named_parameters():
+                    assert torch.equal(p, stacked_params[pname][b]) and not p.requires_grad, (name, b, pname)
+            trainable = {n for n, p in fused.named_parameters() if p.requires_grad}
+            assert trainable == {"hfta_parallel_0." + n for n in stacked_params}, trainable
+            print(f"{name}: outputs, gradients and buffers match the original ensemble; members mirror the fused")
     print("test_fuse_parallel: OK")
 
 
