@@ -87,6 +87,8 @@ def cases():
         "mlp_stacked_b5": Stacked(members("mlp", 5)),
         "lenet_stacked_b3": Stacked(members("lenet", 3)),
         "lenet_averaged_b2": Averaged(members("lenet", 2)),
+        "mlp_averaged_b8": Averaged(members("mlp", 8)),
+        "lenet_stacked_b8": Stacked(members("lenet", 8)),
         # left alone
         "shared_parameter": Averaged([shared_member, shared_member]),
         "chained": Chained(),
