@@ -11,6 +11,9 @@ Writes into OUT_DIR:
   not_a_model.pt            a text file with a .pt name
   optim_reference.pt        Adadelta and the LR schedulers, per member alone
                             (make_optim_references.py)
+  ensemble_<case>.pt        ensembles of examples/ensemble.py in one module,
+  ensemble_<case>_reference.pt  with the input, outputs and every member's
+                            gradients of the sum of squared outputs
 """
 import os
 import sys
@@ -23,6 +26,7 @@ import mlp  # noqa: E402
 import cnn  # noqa: E402  (registers the CNN families with mlp.MODELS)
 import vision  # noqa: E402  (and the published CNNs)
 import make_optim_references  # noqa: E402
+import ensemble  # noqa: E402
 
 MEMBERS = 3
 BATCH = 8
@@ -171,6 +175,23 @@ def save_traced(out_dir, kind, prefix):
     return paths
 
 
+def save_ensembles(out_dir):
+    """Ensembles in one module (hfta::fuseParallel) and PyTorch's answers for them, in eager mode."""
+    cases = ensemble.cases()
+    for name, own_inputs, kind in (("mlp_averaged_b5", False, "mlp"), ("lenet_stacked_b3", True, "lenet")):
+        module = cases[name]
+        torch.jit.save(torch.jit.script(module), os.path.join(out_dir, f"ensemble_{name}.pt"))
+        gen = torch.Generator().manual_seed(3)
+        members = len(module.members)
+        shape = ensemble.INPUT_SHAPES[kind]
+        x = torch.randn(members, BATCH, *shape, generator=gen) if own_inputs else torch.randn(BATCH, *shape, generator=gen)
+        out = module(x)
+        out.pow(2).sum().backward()
+        grads = {f"{b}.{n}": p.grad.clone() for b, m in enumerate(module.members) for n, p in m.named_parameters()}
+        torch.save({"x": x, "outputs": out.detach(), "grads": grads},
+                   os.path.join(out_dir, f"ensemble_{name}_reference.pt"))
+
+
 def main(out_dir):
     os.makedirs(out_dir, exist_ok=True)
     # (file prefix, model family, first member seed, data seed): two seed
@@ -192,6 +213,7 @@ def main(out_dir):
         paths = mlp.save_members(out_dir, kind, MEMBERS, dtype=torch.float64, **kwargs)
         torch.save(reference(kind, paths, seed=1, settings=SGD_SETTINGS, steps=VISION_STEPS, batch=VISION_BATCH),
                    os.path.join(out_dir, f"{kind}_reference.pt"))
+    save_ensembles(out_dir)
     # One member diverges (a huge learning rate); the others must not notice.
     diverging = [dict(s) for s in SGD_SETTINGS]
     diverging[1] = dict(lr=1e6, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False)
