@@ -2,7 +2,6 @@
 // hierarchy as new classes with stacked (or, for split, sliced) tensors, and
 // give the root class the fused forward. The members' own code is kept, as
 // the method below, so that split can give a member back as a plain module.
-#include <torch/csrc/jit/passes/inliner.h>
 #include <torch/csrc/jit/passes/lower_tuples.h>
 
 #include <fmt/format.h>
@@ -12,6 +11,7 @@
 #include "passes/diagnostics.h"
 #include "passes/graph_fuser.h"
 #include "passes/hfta/hfta.h"
+#include "passes/inline_calls.h"
 #include "passes/lockstep.h"
 
 namespace hfta {
@@ -31,15 +31,6 @@ using ClassMap = std::unordered_map<c10::ClassTypePtr, c10::ClassTypePtr>;
 // Makes the new module's tensor from the tensors at one qualified name.
 using TensorMaker = std::function<at::Tensor(const std::vector<at::Tensor>&, bool is_parameter)>;
 
-size_t countCalls(const torch::jit::Block* block) {
-  size_t calls = 0;
-  for (const auto* node : block->nodes()) {
-    calls += node->kind() == torch::jit::prim::CallMethod || node->kind() == torch::jit::prim::CallFunction;
-    for (const auto* inner : node->blocks()) calls += countCalls(inner);
-  }
-  return calls;
-}
-
 std::shared_ptr<Graph> inlinedForward(const Member& member) {
   auto forward = member.module.find_method("forward");
   if (!forward) {
@@ -47,13 +38,8 @@ std::shared_ptr<Graph> inlinedForward(const Member& member) {
                                 member.source));
   }
   auto graph = forward->graph()->copy();
-  // Inline() pastes each callee's optimized graph, which has its own calls
-  // inlined only while the graph executor optimizes
-  // (torch::jit::setGraphExecutorOptimize): then each pass inlines one more
-  // level of submodules. (A call still left after kMaxDepth levels runs per
-  // member, as a fallback the report lists.)
-  constexpr int kMaxDepth = 64;
-  for (int depth = 0; depth < kMaxDepth && countCalls(graph->block()) > 0; ++depth) torch::jit::Inline(*graph);
+  // (A call left uninlined runs per member, as a fallback the report lists.)
+  inlineAllCalls(*graph);
   // Tuples built only to be unpacked (what inlining a function that
   // returns several values leaves) would hide their elements' layouts.
   torch::jit::LowerSimpleTuples(graph);

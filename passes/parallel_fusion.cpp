@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <torch/csrc/jit/ir/alias_analysis.h>
-#include <torch/csrc/jit/passes/inliner.h>
 
 #include <deque>
 #include <map>
@@ -12,6 +11,7 @@
 #include <sstream>
 
 #include "passes/hfta/hfta.h"
+#include "passes/inline_calls.h"
 
 namespace hfta {
 namespace {
@@ -130,7 +130,7 @@ bool writesTo(const torch::jit::Block* block, std::set<const Value*>& aliases) {
 }
 
 // Why `calls` cannot run as one fused call, or "" if they can.
-std::string whyNot(const std::vector<Call>& calls, const Graph& graph) {
+std::string whyNot(const std::vector<Call>& calls) {
   std::map<const c10::TensorImpl*, std::string> owners;  // parameter -> "member.name"
   for (const auto& call : calls) {
     if (call.node->inputs().size() != 2 || !call.node->input(1)->type()->cast<c10::TensorType>() ||
@@ -139,7 +139,10 @@ std::string whyNot(const std::vector<Call>& calls, const Graph& graph) {
     }
     for (const auto& p : call.module.named_parameters()) {
       const auto [it, fresh] = owners.emplace(p.value.unsafeGetTensorImpl(), call.path + "." + p.name);
-      if (!fresh) return fmt::format("{}.{} and {} are one tensor: the members share a parameter", call.path, p.name, it->second);
+      if (!fresh) {
+        return fmt::format("{}.{} and {} are one tensor: the members share a parameter", call.path, p.name,
+                           it->second);
+      }
     }
     for (const auto& other : calls) {
       if (&other != &call && dependsOn(call.node->input(1), other.node)) {
@@ -150,18 +153,15 @@ std::string whyNot(const std::vector<Call>& calls, const Graph& graph) {
   // A member that writes to its input would change what another reads (a
   // shared input, or a view of one tensor), and what it reads itself when
   // the fused call reads every input first.
-  {
-    for (const auto& call : calls) {
-      auto member_graph = call.module.get_method("forward").graph()->copy();
-      torch::jit::Inline(*member_graph);
-      std::set<const Value*> aliases{member_graph->inputs()[1]};
-      if (writesTo(member_graph->block(), aliases)) {
-        return fmt::format("{} writes in place to its input (which other members may read): "
-                           "the members must run in their order", call.path);
-      }
+  for (const auto& call : calls) {
+    auto member_graph = call.module.get_method("forward").graph()->copy();
+    inlineAllCalls(*member_graph);
+    std::set<const Value*> aliases{member_graph->inputs()[1]};
+    if (writesTo(member_graph->block(), aliases)) {
+      return fmt::format("{} writes in place to its input (which other members may read): "
+                         "the members must run in their order", call.path);
     }
   }
-  (void)graph;
   return "";
 }
 
@@ -228,7 +228,7 @@ ParallelFusionReport fuseParallel(Module& module) {
     if (calls.size() < 2) continue;
     std::vector<std::string> paths;
     for (const auto& c : calls) paths.push_back(c.path);
-    const auto why = whyNot(calls, *graph);
+    const auto why = whyNot(calls);
     if (!why.empty()) {
       report.left.push_back(fmt::format("{}: {}", fmt::join(paths, ", "), why));
       continue;
