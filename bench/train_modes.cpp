@@ -122,7 +122,7 @@ int main(int argc, char** argv) {
     const auto sgd = torch::optim::SGDOptions(kLr).momentum(kMomentum);
     for (const auto& mode : modes) {
       if (mode == "serial") {
-        for (auto& m : hfta::loadMembers(paths)) {  // (a fresh copy of each member)
+        for (auto& m : members) {  // (hfta::fuse copies into stacked tensors: these stay separate)
           serial_modules.push_back(m.module);
           serial_modules.back().to(device);
           serial_sgd.push_back(std::make_unique<torch::optim::SGD>(parametersOf(serial_modules.back()), sgd));
