@@ -69,6 +69,19 @@ class InPlace(nn.Module):
         return self.fc(x.relu_())
 
 
+class Scale(nn.Module):
+    """A member whose parameter's size is not part of its TorchScript type:
+    members of one type but of different sizes (only a check when the graph
+    runs can tell)."""
+
+    def __init__(self, features):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(features))
+
+    def forward(self, x):
+        return (x[:, : self.weight.shape[0]] * self.weight).sum(1)
+
+
 def members(kind, count, **kwargs):
     out = []
     for b in range(count):
@@ -94,11 +107,13 @@ def cases():
         "chained": Chained(),
         "in_place": Averaged([InPlace(), InPlace()]),
         "different_shapes": Averaged([mlp.MLP(hidden=32), mlp.MLP(hidden=64)]),
+        # one type, different sizes: fused in the graph behind a check that fails when it runs
+        "uneven": Averaged([Scale(4), Scale(8)]),
     }
 
 
 # One sample's shape for each fused case's members.
-INPUT_SHAPES = {"mlp": (16,), "lenet": cnn.INPUT_SHAPES["lenet"]}
+INPUT_SHAPES = {"mlp": (16,), "lenet": cnn.INPUT_SHAPES["lenet"], "scale": (16,)}
 
 
 def main():

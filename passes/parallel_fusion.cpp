@@ -12,6 +12,7 @@
 
 #include "passes/hfta/hfta.h"
 #include "passes/inline_calls.h"
+#include "passes/writes.h"
 
 namespace hfta {
 namespace {
@@ -90,43 +91,6 @@ bool hoistBefore(Value* value, Node* first, const std::set<Node*>& calls, torch:
   }
   node->moveBefore(first);
   return true;
-}
-
-// Whether a node of `block` writes in place to `input` or to a view of it,
-// by the operators' alias annotations (AliasDb would also count writes to
-// the module's own buffers, which it cannot tell apart from the input).
-bool writesTo(const torch::jit::Block* block, std::set<const Value*>& aliases) {
-  for (const Node* node : block->nodes()) {
-    for (const auto* inner : node->blocks()) {
-      if (writesTo(inner, aliases)) return true;
-    }
-    const auto* schema = node->maybeSchema();
-    if (schema == nullptr) {  // If / Loop: an output may be a block's alias of the input
-      for (const auto* inner : node->blocks()) {
-        for (size_t i = 0; i < inner->outputs().size() && i < node->outputs().size(); ++i) {
-          if (aliases.count(inner->outputs()[i])) aliases.insert(node->outputs()[i]);
-        }
-      }
-      continue;
-    }
-    const auto& args = schema->arguments();
-    for (size_t i = 0; i < args.size() && i < node->inputs().size(); ++i) {
-      const auto* info = args[i].alias_info();
-      if (info != nullptr && info->isWrite() && aliases.count(node->input(i))) return true;
-    }
-    const auto& returns = schema->returns();
-    for (size_t j = 0; j < returns.size() && j < node->outputs().size(); ++j) {
-      const auto* out_info = returns[j].alias_info();
-      if (out_info == nullptr) continue;
-      for (size_t i = 0; i < args.size() && i < node->inputs().size(); ++i) {
-        const auto* info = args[i].alias_info();
-        if (info != nullptr && aliases.count(node->input(i)) && info->beforeSets() == out_info->beforeSets()) {
-          aliases.insert(node->outputs()[j]);  // a view of the input
-        }
-      }
-    }
-  }
-  return false;
 }
 
 // Why `calls` cannot run as one fused call, or "" if they can.

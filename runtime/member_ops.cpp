@@ -105,4 +105,30 @@ std::optional<at::Tensor> stack_members_optional(
   return at::stack(slices);
 }
 
+bool stackable(const c10::List<std::optional<at::Tensor>>& tensors, int64_t array_size, bool distinct) {
+  TORCH_CHECK(array_size > 0 && tensors.size() % array_size == 0,
+              "hfta::stackable: ", tensors.size(), " tensors are not groups of ", array_size);
+  std::vector<at::Tensor> group;
+  for (size_t first = 0; first < tensors.size(); first += array_size) {
+    group.clear();
+    for (size_t i = first; i < first + array_size; ++i) {
+      const std::optional<at::Tensor> t = tensors.get(i);
+      if (t.has_value() && t->defined()) group.push_back(*t);
+    }
+    if (group.empty()) continue;  // None in every member
+    if (group.size() != static_cast<size_t>(array_size)) return false;
+    for (size_t i = 1; i < group.size(); ++i) {
+      const auto& a = group[0];
+      const auto& b = group[i];
+      if (a.sizes() != b.sizes() || a.dtype() != b.dtype() || a.device() != b.device() || a.layout() != b.layout()) {
+        return false;
+      }
+      for (size_t j = 0; distinct && j < i; ++j) {
+        if (group[j].is_alias_of(b)) return false;
+      }
+    }
+  }
+  return true;
+}
+
 }  // namespace hfta::ops

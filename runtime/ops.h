@@ -91,5 +91,10 @@ std::vector<at::Tensor> stack_members_list(
     const c10::List<c10::List<at::Tensor>>& members);
 std::optional<at::Tensor> stack_members_optional(
     const c10::List<std::optional<at::Tensor>>& members);
+// Whether each group of `array_size` consecutive tensors can be stacked
+// into one: same sizes, dtype, device and layout, and, if `distinct`, no
+// two sharing memory (members that share a parameter must not be fused);
+// a group of Nones is stackable, a group mixing None and tensors is not.
+bool stackable(const c10::List<std::optional<at::Tensor>>& tensors, int64_t array_size, bool distinct);
 
 }  // namespace hfta::ops

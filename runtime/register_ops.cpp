@@ -26,6 +26,7 @@ TORCH_LIBRARY(hfta, m) {
   m.def("member_list(Tensor[] self, int index) -> Tensor[]");
   m.def("stack_members_list(Tensor[][] members) -> Tensor[]");
   m.def("stack_members_optional(Tensor?[] members) -> Tensor?");
+  m.def("stackable(Tensor?[] tensors, int array_size, bool distinct) -> bool", hfta::ops::stackable);
 }
 
 TORCH_LIBRARY_IMPL(hfta, CompositeImplicitAutograd, m) {

@@ -3,8 +3,18 @@
 // With one file and --array-size B, the members are B copies of it; with
 // several files, each file is one member. The module pass
 // hfta-fuse-parallel reads one TorchScript module (.pt) instead and prints
-// its rewritten forward graph (--report: what it fused, and why not).
+// its rewritten forward graph (--report: what it fused, and why not);
+// hfta-fuse-parallel-graph runs the graph pass that hfta::registerPasses()
+// registers on that module's forward, inlined and cleaned up as the graph
+// executor does before it runs registered passes.
 #include <torch/csrc/jit/ir/irparser.h>
+#include <torch/csrc/jit/passes/common_subexpression_elimination.h>
+#include <torch/csrc/jit/passes/constant_pooling.h>
+#include <torch/csrc/jit/passes/constant_propagation.h>
+#include <torch/csrc/jit/passes/dead_code_elimination.h>
+#include <torch/csrc/jit/passes/loop_unrolling.h>
+#include <torch/csrc/jit/passes/peephole.h>
+#include <torch/csrc/jit/passes/remove_mutation.h>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -16,8 +26,10 @@
 
 #include "passes/graph_fuser.h"
 #include "passes/hfta/hfta.h"
+#include "passes/inline_calls.h"
 #include "passes/lockstep.h"
 #include "passes/parallel_fusion.h"
+#include "passes/parallel_graph_fusion.h"
 #include "tools/tool_main.h"
 
 namespace {
@@ -68,6 +80,23 @@ GraphPtr fuse(PassInput& input) {
   return fused;
 }
 
+// `module`'s forward as the graph executor hands it to registered passes
+// when no gradient is seen: inlined, loops unrolled, lists built at once.
+GraphPtr executorGraph(const torch::jit::Module& module) {
+  auto graph = module.get_method("forward").graph()->copy();
+  hfta::inlineAllCalls(*graph);
+  torch::jit::EliminateDeadCode(graph);
+  torch::jit::EliminateCommonSubexpression(graph);
+  torch::jit::PeepholeOptimize(graph);
+  torch::jit::ConstantPropagation(graph);
+  torch::jit::ConstantPooling(graph);
+  torch::jit::UnrollLoops(graph);
+  torch::jit::RemoveListMutation(graph);
+  torch::jit::PeepholeOptimize(graph);
+  torch::jit::EliminateCommonSubexpression(graph);
+  return graph;
+}
+
 const std::map<std::string, Pass>& passes() {
   static const std::map<std::string, Pass> kPasses{{"verify-lockstep", verifyLockstep},
                                                     {"fuse", fuse}};
@@ -102,6 +131,18 @@ int main(int argc, char** argv) {
       if (input.report) std::cerr << report.text();
       std::cout << *module.get_method("forward").graph();
       if (!output.empty()) hfta::saveModule(module, output);
+      return 0;
+    }
+    if (std::count(pass_names.begin(), pass_names.end(), "hfta-fuse-parallel-graph")) {
+      if (pass_names.size() != 1 || files.size() != 1 || !output.empty()) {
+        throw hfta::UserError("hfta-fuse-parallel-graph runs alone, on one module (.pt), and saves nothing");
+      }
+      auto module = hfta::loadMembers(files)[0].module;
+      auto graph = executorGraph(module);
+      const auto report = hfta::fuseParallelGraph(graph);
+      if (input.report) std::cerr << report.text();
+      graph->lint();
+      std::cout << *graph;
       return 0;
     }
     for (const auto& name : pass_names) {

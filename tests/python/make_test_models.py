@@ -176,9 +176,12 @@ def save_traced(out_dir, kind, prefix):
 
 
 def save_ensembles(out_dir):
-    """Ensembles in one module (hfta::fuseParallel) and PyTorch's answers for them, in eager mode."""
+    """Ensembles in one module (hfta::fuseParallel, hfta::registerPasses) and PyTorch's answers for them, in
+    eager mode: outputs, every member's gradients and buffers after one training-mode forward."""
     cases = ensemble.cases()
-    for name, own_inputs, kind in (("mlp_averaged_b5", False, "mlp"), ("lenet_stacked_b3", True, "lenet")):
+    for name, own_inputs, kind in (("mlp_averaged_b5", False, "mlp"), ("lenet_stacked_b3", True, "lenet"),
+                                   ("mlp_averaged_b8", False, "mlp"), ("lenet_stacked_b8", True, "lenet"),
+                                   ("shared_parameter", False, "mlp"), ("uneven", False, "scale")):
         module = cases[name]
         torch.jit.save(torch.jit.script(module), os.path.join(out_dir, f"ensemble_{name}.pt"))
         gen = torch.Generator().manual_seed(3)
@@ -188,7 +191,8 @@ def save_ensembles(out_dir):
         out = module(x)
         out.pow(2).sum().backward()
         grads = {f"{b}.{n}": p.grad.clone() for b, m in enumerate(module.members) for n, p in m.named_parameters()}
-        torch.save({"x": x, "outputs": out.detach(), "grads": grads},
+        buffers = {f"{b}.{n}": t.clone() for b, m in enumerate(module.members) for n, t in m.named_buffers()}
+        torch.save({"x": x, "outputs": out.detach(), "grads": grads, "buffers": buffers},
                    os.path.join(out_dir, f"ensemble_{name}_reference.pt"))
 
 
