@@ -443,7 +443,8 @@ void rewrite(Graph& graph, std::vector<Member>& members, Plan& plan) {
   for (const auto& flag : plan.flags) {
     Value* reference = attribute(graph, members[0].modules[0], flag.path);
     for (int64_t b = 1; b < count; ++b) {
-      ok = graph.insert(aten::__and__, {ok, graph.insert(aten::eq, {reference, attribute(graph, members[b].modules[0], flag.path)})});
+      Value* same = graph.insert(aten::eq, {reference, attribute(graph, members[b].modules[0], flag.path)});
+      ok = graph.insert(aten::__and__, {ok, same});
     }
   }
 
@@ -508,7 +509,9 @@ void rewrite(Graph& graph, std::vector<Member>& members, Plan& plan) {
     for (Value* out : m.outputs) {
       const auto uses = out->uses();
       for (const auto& use : uses) {
-        if (!in_regions.count(topLevel(use.user, graph.block()))) use.user->replaceInput(use.offset, branch->output(index));
+        if (!in_regions.count(topLevel(use.user, graph.block()))) {
+          use.user->replaceInput(use.offset, branch->output(index));
+        }
       }
       ++index;
     }

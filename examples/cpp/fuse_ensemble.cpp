@@ -12,35 +12,12 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <chrono>
 #include <iostream>
 
 #include "passes/hfta/hfta.h"
 #include "passes/parallel_fusion.h"
+#include "examples/cpp/training_step.h"
 
-namespace {
-
-// One step of plain SGD on `module`'s trainable parameters; returns its
-// seconds.
-double trainingStep(torch::jit::Module& module, const at::Tensor& x) {
-  const auto start = std::chrono::steady_clock::now();
-  for (const auto& p : module.parameters()) {
-    if (p.grad().defined()) p.mutable_grad().zero_();
-  }
-  module.forward({x}).toTensor().pow(2).mean().backward();
-  torch::NoGradGuard no_grad;
-  for (const auto& p : module.parameters()) {
-    if (p.requires_grad() && p.grad().defined()) p.sub_(0.01 * p.grad());
-  }
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"Fuse the ensemble inside a scripted module and time a training step", "fuse_ensemble"};
@@ -73,16 +50,19 @@ int main(int argc, char** argv) {
                (before - after).abs().max().item<double>());
     if (!output.empty()) hfta::saveModule(fused, output);
     std::vector<double> original_s, fused_s;
-    for (int i = 0; i < 3; ++i) trainingStep(original, x), trainingStep(fused, x);  // the executor's profiling runs
+    for (int i = 0; i < 3; ++i) {  // the executor's profiling runs
+      examples::trainingStep(original, x);
+      examples::trainingStep(fused, x);
+    }
     for (int r = 0; r < rounds; ++r) {
       double a = 0, b = 0;
-      for (int s = 0; s < steps; ++s) a += trainingStep(original, x);
-      for (int s = 0; s < steps; ++s) b += trainingStep(fused, x);
+      for (int s = 0; s < steps; ++s) a += examples::trainingStep(original, x);
+      for (int s = 0; s < steps; ++s) b += examples::trainingStep(fused, x);
       original_s.push_back(a / steps);
       fused_s.push_back(b / steps);
     }
-    fmt::print("training step: {:.0f} us as written, {:.0f} us fused: {:.2f}x\n", median(original_s) * 1e6,
-               median(fused_s) * 1e6, median(original_s) / median(fused_s));
+    const double a = examples::median(original_s), f = examples::median(fused_s);
+    fmt::print("training step: {:.0f} us as written, {:.0f} us fused: {:.2f}x\n", a * 1e6, f * 1e6, a / f);
     return 0;
   } catch (const std::exception& e) {
     fmt::print(stderr, "fuse_ensemble: error: {}\n", e.what());

@@ -16,26 +16,14 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <chrono>
 #include <map>
 #include <regex>
 #include <sstream>
 
 #include "passes/hfta/register.h"
+#include "examples/cpp/training_step.h"
 
 namespace {
-
-// One step of plain SGD on the module's parameters (the members' own).
-double trainingStep(torch::jit::Module& module, const at::Tensor& x) {
-  const auto start = std::chrono::steady_clock::now();
-  for (const auto& p : module.parameters()) {
-    if (p.grad().defined()) p.mutable_grad().zero_();
-  }
-  module.forward({x}).toTensor().pow(2).mean().backward();
-  torch::NoGradGuard no_grad;
-  for (const auto& p : module.parameters()) p.sub_(0.01 * p.grad());
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
 
 // How many times each hfta operator appears in the graph the executor ran last.
 std::string hftaOps() {
@@ -48,11 +36,6 @@ std::string hftaOps() {
   std::string out;
   for (const auto& [name, n] : counts) out += fmt::format("{}{} x{}", out.empty() ? "" : ", ", name, n);
   return out.empty() ? "none" : out;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 }  // namespace
@@ -81,13 +64,13 @@ int main(int argc, char** argv) {
     shape.insert(shape.end(), input_shape.begin(), input_shape.end());
     const auto x = torch::randn(shape);
     const auto expected = as_is.forward({x}).toTensor();
-    for (int i = 0; i < 10; ++i) trainingStep(as_is, x);  // every plan made, before the setting changes
+    for (int i = 0; i < 10; ++i) examples::trainingStep(as_is, x);  // every plan made, before the setting changes
 
     // The executor setting registerPasses makes (no profiling run), unfused.
     torch::jit::getNumProfiledRuns() = 0;
     torch::jit::Module unprofiled = torch::jit::load(path);
     unprofiled.forward({x});
-    for (int i = 0; i < 10; ++i) trainingStep(unprofiled, x);
+    for (int i = 0; i < 10; ++i) examples::trainingStep(unprofiled, x);
 
     // The one call; then the module runs fused.
     hfta::registerPasses();
@@ -96,19 +79,19 @@ int main(int argc, char** argv) {
     fmt::print("fused graph: {}\n", hftaOps());
     fmt::print("outputs agree: {} (largest difference {:.2e})\n", at::allclose(out, expected, 1e-5, 1e-6),
                (out - expected).abs().max().item<double>());
-    for (int i = 0; i < 10; ++i) trainingStep(fused, x);
+    for (int i = 0; i < 10; ++i) examples::trainingStep(fused, x);
 
     std::vector<double> as_is_s, unprofiled_s, fused_s;
     for (int r = 0; r < rounds; ++r) {
       double a = 0, u = 0, f = 0;
-      for (int s = 0; s < steps; ++s) a += trainingStep(as_is, x);
-      for (int s = 0; s < steps; ++s) u += trainingStep(unprofiled, x);
-      for (int s = 0; s < steps; ++s) f += trainingStep(fused, x);
+      for (int s = 0; s < steps; ++s) a += examples::trainingStep(as_is, x);
+      for (int s = 0; s < steps; ++s) u += examples::trainingStep(unprofiled, x);
+      for (int s = 0; s < steps; ++s) f += examples::trainingStep(fused, x);
       as_is_s.push_back(a / steps);
       unprofiled_s.push_back(u / steps);
       fused_s.push_back(f / steps);
     }
-    const double a = median(as_is_s), u = median(unprofiled_s), f = median(fused_s);
+    const double a = examples::median(as_is_s), u = examples::median(unprofiled_s), f = examples::median(fused_s);
     fmt::print("training step: {:.0f} us as TorchScript runs it, {:.0f} us without a profiling run, {:.0f} us fused: "
                "{:.2f}x and {:.2f}x\n",
                a * 1e6, u * 1e6, f * 1e6, a / f, u / f);
