@@ -277,6 +277,9 @@ std::optional<std::string> planGroup(Graph& graph, std::vector<Member>& members,
     return std::all_of(m.region.begin(), m.region.end(), [](Node* n) { return n->kind() == prim::GetAttr; });
   });
   if (trivial) return std::string();  // nothing to fuse: not worth a line
+  for (const auto& m : members) {
+    if (m.region.empty()) return fmt::format("{} computes nothing of its own, unlike {}", m.path, members[0].path);
+  }
   // The members' nodes run together after the last of them: what lies
   // between them and reads their outputs moves after it, and nothing that
   // stays between them may have effects the members could see.
@@ -311,13 +314,18 @@ std::optional<std::string> planGroup(Graph& graph, std::vector<Member>& members,
   try {
     verifyGraphsInLockstep(graphs);
   } catch (const UserError& e) {
-    if (std::getenv("HFTA_DEBUG")) for (auto& g : graphs) std::cerr << g.name << "\n" << *g.graph;
     return std::string(e.what());
   }
   const auto& first = members[0];
+  const std::set<const Node*> moving(plan.to_move.begin(), plan.to_move.end());
   for (const auto& m : members) {
     if (m.inputs.size() != first.inputs.size() || m.outputs.size() != first.outputs.size()) {
       return fmt::format("{} and {} read or give a different number of values", first.path, m.path);
+    }
+    for (Value* v : m.inputs) {
+      if (moving.count(v->node())) {
+        return fmt::format("{} reads {}, which must run after all the members", m.path, v->node()->kind().toQualString());
+      }
     }
   }
   if (first.outputs.empty()) return fmt::format("{} computes nothing the rest of the graph reads", first.path);
