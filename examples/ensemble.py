@@ -44,6 +44,37 @@ class Stacked(nn.Module):
         return torch.stack(outs)
 
 
+class TwoHeads(nn.Module):
+    """A member with two outputs (a tuple)."""
+
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Linear(16, 32)
+        self.head_a = nn.Linear(32, 10)
+        self.head_b = nn.Linear(32, 3)
+
+    def forward(self, x):
+        h = self.body(x).relu()
+        return self.head_a(h), self.head_b(h)
+
+
+class Summed(nn.Module):
+    """B members with two outputs each on one shared input; the caller sums
+    what they give as it goes (so the first member's step of the sum starts
+    from a value no member computed)."""
+
+    def __init__(self, members):
+        super().__init__()
+        self.members = nn.ModuleList(members)
+
+    def forward(self, x):
+        total = torch.zeros(x.shape[0], 10)
+        for m in self.members:
+            a, b = m(x)
+            total = total + a + b.sum(1, keepdim=True)
+        return total
+
+
 class Chained(nn.Module):
     """Two members where the second reads the first's output: not parallel."""
 
@@ -107,6 +138,7 @@ def cases():
         "chained": Chained(),
         "in_place": Averaged([InPlace(), InPlace()]),
         "different_shapes": Averaged([mlp.MLP(hidden=32), mlp.MLP(hidden=64)]),
+        "two_heads_summed_b3": Summed([TwoHeads() for _ in range(3)]),
         # one type, different sizes: fused in the graph behind a check that fails when it runs
         "uneven": Averaged([Scale(4), Scale(8)]),
     }

@@ -200,6 +200,16 @@ std::string joinPaths(const std::vector<Member>& members) {
   return fmt::format("{}", fmt::join(paths, ", "));
 }
 
+// Whether `node` came from inlining a call of a method of a module of type
+// `member_type` (the outermost call it was inlined from): the members' own
+// nodes, not what their caller does with their outputs.
+bool inlinedFrom(const Node* node, const c10::Type* member_type) {
+  const auto callstack = node->callstack();
+  if (!callstack) return false;
+  const auto module = (*callstack)->module_instance();
+  return module && module->class_type().get() == member_type;
+}
+
 // Why the members cannot run side by side (a node reads one member's
 // attributes and depends on another), or nothing.
 std::optional<std::string> whyDependent(Graph& graph, const std::vector<Member>& members,
@@ -244,6 +254,7 @@ std::optional<std::string> planGroup(Graph& graph, std::vector<Member>& members,
   const auto deps = dependence(graph, members);
   if (auto why = whyDependent(graph, members, deps)) return why;
   std::set<const Node*> all_regions;
+  const c10::Type* member_type = members[0].modules[0]->type().get();
   for (Node* node : graph.nodes()) {
     const MemberSet set = deps.at(node);
     for (size_t b = 0; b < count; ++b) {
@@ -253,19 +264,29 @@ std::optional<std::string> planGroup(Graph& graph, std::vector<Member>& members,
       }
     }
   }
-  // A member's node whose non-tensor result the rest of the graph reads (a
-  // list the members' outputs go into) is the rest of the graph's.
+  // The rest of the graph's: a member's node whose non-tensor result the
+  // rest of the graph reads (a list the members' outputs go into), and the
+  // caller's nodes at the end of a region (what it does with a member's
+  // output: the first member's step of a sum over members).
   for (auto& m : members) {
+    const std::set<const Node*> original(m.region.begin(), m.region.end());
+    std::set<const Node*> in_region = original;
+    auto read_outside = [&](Value* out, const std::set<const Node*>& region) {
+      return std::any_of(out->uses().begin(), out->uses().end(), [&](const torch::jit::Use& u) {
+        return !region.count(topLevel(u.user, graph.block()));
+      });
+    };
     for (auto it = m.region.rbegin(); it != m.region.rend();) {
       Node* node = *it;
       const bool shared_container = std::any_of(node->outputs().begin(), node->outputs().end(), [&](Value* out) {
-        return out->type()->kind() != c10::TypeKind::TensorType &&
-               std::any_of(out->uses().begin(), out->uses().end(), [&](const torch::jit::Use& u) {
-                 Node* user = topLevel(u.user, graph.block());
-                 return std::find(m.region.begin(), m.region.end(), user) == m.region.end();
-               });
+        return out->type()->kind() != c10::TypeKind::TensorType && read_outside(out, original);
       });
-      if (shared_container) {
+      // (Inlining leaves nodes without outputs without a call stack.)
+      const bool callers_tail = node->outputs().size() > 0 && !inlinedFrom(node, member_type) &&
+                                std::all_of(node->outputs().begin(), node->outputs().end(),
+                                            [&](Value* out) { return read_outside(out, in_region); });
+      if (shared_container || callers_tail) {
+        in_region.erase(node);
         all_regions.erase(node);
         it = decltype(it)(m.region.erase(std::next(it).base()));
       } else {
@@ -611,7 +632,8 @@ ParallelFusionReport fuseParallelGraph(const std::shared_ptr<Graph>& graph) {
       rewritten = true;
       break;
     }
-    for (auto& line : mixed) {
+    // (Only once nothing changes: siblings inside a fused group are gone.)
+    for (auto& line : rewritten ? std::vector<std::string>() : mixed) {
       if (seen.insert(line).second) report.left.push_back(line);
     }
   }

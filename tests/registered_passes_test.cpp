@@ -97,6 +97,8 @@ TEST_P(RegisteredPass, RunsAsTheEnsembleDoes) {
 INSTANTIATE_TEST_SUITE_P(Ensembles, RegisteredPass,
                          ::testing::Values(Case{"mlp_averaged_b5", true}, Case{"lenet_stacked_b3", true},
                                            Case{"mlp_averaged_b8", true}, Case{"lenet_stacked_b8", true},
+                                           // two outputs each, summed by the caller
+                                           Case{"two_heads_summed_b3", true},
                                            // one tensor in two members
                                            Case{"shared_parameter", false},
                                            // one type, parameters of different sizes

@@ -13,6 +13,7 @@
 #include <torch/csrc/jit/passes/constant_propagation.h>
 #include <torch/csrc/jit/passes/dead_code_elimination.h>
 #include <torch/csrc/jit/passes/loop_unrolling.h>
+#include <torch/csrc/jit/passes/lower_tuples.h>
 #include <torch/csrc/jit/passes/peephole.h>
 #include <torch/csrc/jit/passes/remove_mutation.h>
 
@@ -85,6 +86,7 @@ GraphPtr fuse(PassInput& input) {
 GraphPtr executorGraph(const torch::jit::Module& module) {
   auto graph = module.get_method("forward").graph()->copy();
   hfta::inlineAllCalls(*graph);
+  torch::jit::LowerSimpleTuples(graph);
   torch::jit::EliminateDeadCode(graph);
   torch::jit::EliminateCommonSubexpression(graph);
   torch::jit::PeepholeOptimize(graph);

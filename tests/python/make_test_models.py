@@ -181,7 +181,8 @@ def save_ensembles(out_dir):
     cases = ensemble.cases()
     for name, own_inputs, kind in (("mlp_averaged_b5", False, "mlp"), ("lenet_stacked_b3", True, "lenet"),
                                    ("mlp_averaged_b8", False, "mlp"), ("lenet_stacked_b8", True, "lenet"),
-                                   ("shared_parameter", False, "mlp"), ("uneven", False, "scale")):
+                                   ("shared_parameter", False, "mlp"), ("uneven", False, "scale"),
+                                   ("two_heads_summed_b3", False, "mlp")):
         module = cases[name]
         torch.jit.save(torch.jit.script(module), os.path.join(out_dir, f"ensemble_{name}.pt"))
         gen = torch.Generator().manual_seed(3)
