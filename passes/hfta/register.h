@@ -21,7 +21,9 @@ namespace hfta {
 // PyTorch. This is process-wide: every scripted function optimized after
 // the call runs without the profiling executor's differentiable subgraphs
 // and profiled fusion. With the environment variable HFTA_LOG set, what
-// the pass fused and why it left the rest goes to standard error.
+// the pass fused and why it left the rest goes to standard error. (With
+// torch::jit::setGraphExecutorOptimize(false) TorchScript runs no
+// registered pass, and nothing is fused.)
 void registerPasses();
 
 }  // namespace hfta
