@@ -27,6 +27,8 @@ void reads(Node* node, std::vector<Value*>& out) {
   }
 }
 
+// Whether `node` writes in place to a value whose producer does not depend
+// on exactly the members in `own` (a graph input, another member's value).
 bool writesOutside(Node* node, const Dependence& deps, MemberSet own) {
   const auto* schema = node->maybeSchema();
   if (schema == nullptr) return false;
