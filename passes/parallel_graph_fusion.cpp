@@ -232,34 +232,33 @@ Value* asTensor(Graph& graph, Value* value) {
                                                              : graph.insertUncheckedCast(value, c10::TensorType::get());
 }
 
-// Replaces the members' nodes with prim::If(the members agree) { fused }
-// else { the members' nodes as they were }.
-void rewrite(Graph& graph, std::vector<GroupMember>& members, Plan& plan) {
-  const auto count = static_cast<int64_t>(members.size());
-  // (AliasDb would refuse these moves past any write to a module buffer:
-  // it cannot tell the buffers from the tensors in the moved lists.)
-  for (auto it = plan.to_move.rbegin(); it != plan.to_move.rend(); ++it) (*it)->moveAfter(plan.last);
-  torch::jit::WithInsertPoint after_members(plan.last->next());
+// The members' tensor attributes, one list per leaf: values[leaf][member].
+std::vector<std::vector<Value*>> leafValues(Graph& graph, const std::vector<GroupMember>& members, const Plan& plan) {
+  std::vector<std::vector<Value*>> values;
+  for (const auto& leaf : plan.tensor_leaves) {
+    values.emplace_back();
+    for (const auto& m : members) values.back().push_back(attribute(graph, m.modules[0], leaf.path));
+  }
+  return values;
+}
 
-  // The guard: stackable tensors (the members' own: distinct), equal flags.
+// Whether the fused branch may run: the members' tensors stackable (their
+// own: distinct), buffers written back present, flags equal.
+Value* insertGuard(Graph& graph, const std::vector<GroupMember>& members, const Plan& plan,
+                   const std::vector<std::vector<Value*>>& leaf_values) {
+  const auto count = static_cast<int64_t>(members.size());
   auto stackable = [&](const std::vector<Value*>& tensors, bool distinct) {
     Value* list = graph.insertNode(graph.createList(c10::OptionalType::ofTensor(), tensors))->output();
     return graph.insert(c10::Symbol::fromQualString("hfta::stackable"), {list, count, distinct});
   };
   std::vector<Value*> attributes, inputs;
-  std::vector<std::vector<Value*>> leaf_values;
-  for (const auto& leaf : plan.tensor_leaves) {
-    leaf_values.emplace_back();
-    for (auto& m : members) leaf_values.back().push_back(attribute(graph, m.modules[0], leaf.path));
-    attributes.insert(attributes.end(), leaf_values.back().begin(), leaf_values.back().end());
-  }
+  for (const auto& values : leaf_values) attributes.insert(attributes.end(), values.begin(), values.end());
   for (size_t k = 0; k + 1 < plan.kinds.size(); ++k) {
     if (plan.kinds[k + 1] != ValueKind::Array) continue;
-    for (auto& m : members) inputs.push_back(m.inputs[k]);
+    for (const auto& m : members) inputs.push_back(m.inputs[k]);
   }
   Value* ok = stackable(attributes, true);
   if (!inputs.empty()) ok = graph.insert(aten::__and__, {ok, stackable(inputs, false)});
-  // Buffers written back must be there (not None) to be written to.
   for (size_t l = 0; l < plan.tensor_leaves.size(); ++l) {
     if (!plan.tensor_leaves[l].written || leaf_values[l][0]->type()->kind() == c10::TypeKind::TensorType) continue;
     for (Value* v : leaf_values[l]) {
@@ -273,62 +272,80 @@ void rewrite(Graph& graph, std::vector<GroupMember>& members, Plan& plan) {
       ok = graph.insert(aten::__and__, {ok, same});
     }
   }
+  return ok;
+}
 
-  const size_t outputs = members[0].outputs.size();
-  Node* branch = graph.insertNode(graph.create(prim::If, {ok}, 0));
-  Block* fused_block = branch->addBlock();
-  Block* original_block = branch->addBlock();
-  for (const auto& m : members) {
-    for (Value* out : m.outputs) branch->addOutput()->setType(out->type());
+// The fused branch: stacked inputs and attributes, the fused graph, the
+// updated buffers copied back, each member's slices of the outputs.
+void fillFused(Graph& graph, Block* block, const std::vector<GroupMember>& members, const Plan& plan,
+               const std::vector<std::vector<Value*>>& leaf_values) {
+  torch::jit::WithInsertPoint in_block(block);
+  const auto count = static_cast<int64_t>(members.size());
+  std::vector<Value*> fused_inputs{members[0].modules[0]};
+  for (size_t k = 0; k + 1 < plan.kinds.size(); ++k) {
+    if (plan.kinds[k + 1] == ValueKind::Uniform) {
+      fused_inputs.push_back(members[0].inputs[k]);
+    } else {
+      std::vector<Value*> per_member;
+      for (const auto& m : members) per_member.push_back(m.inputs[k]);
+      fused_inputs.push_back(stackValues(graph, per_member));
+    }
   }
-  {
-    torch::jit::WithInsertPoint in_fused(fused_block);
-    std::vector<Value*> inputs{members[0].modules[0]};
-    for (size_t k = 0; k + 1 < plan.kinds.size(); ++k) {
-      if (plan.kinds[k + 1] == ValueKind::Uniform) {
-        inputs.push_back(members[0].inputs[k]);
-      } else {
-        std::vector<Value*> per_member;
-        for (auto& m : members) per_member.push_back(m.inputs[k]);
-        inputs.push_back(stackValues(graph, per_member));
-      }
-    }
-    std::vector<Value*> stacked_leaves;
-    for (const auto& values : leaf_values) stacked_leaves.push_back(stackValues(graph, values));
-    inputs.insert(inputs.end(), stacked_leaves.begin(), stacked_leaves.end());
-    const auto fused_outputs = torch::jit::insertGraph(graph, *plan.fused, inputs);
-    // Buffers the fused ops updated (batch-norm statistics) go back to
-    // their members.
-    for (size_t l = 0; l < plan.tensor_leaves.size(); ++l) {
-      if (!plan.tensor_leaves[l].written) continue;
-      for (int64_t b = 0; b < count; ++b) {
-        graph.insert(aten::copy_, {asTensor(graph, leaf_values[l][b]),
-                                   graph.insert(aten::select, {asTensor(graph, stacked_leaves[l]), 0, b})});
-      }
-    }
-    std::vector<Node*> slices;
-    for (Value* out : fused_outputs) {
-      slices.push_back(graph.insertNode(graph.createListUnpack(graph.insert(aten::unbind, {out, 0}), count)));
-    }
+  std::vector<Value*> stacked_leaves;
+  for (const auto& values : leaf_values) stacked_leaves.push_back(stackValues(graph, values));
+  fused_inputs.insert(fused_inputs.end(), stacked_leaves.begin(), stacked_leaves.end());
+  const auto fused_outputs = torch::jit::insertGraph(graph, *plan.fused, fused_inputs);
+  for (size_t l = 0; l < plan.tensor_leaves.size(); ++l) {
+    if (!plan.tensor_leaves[l].written) continue;
     for (int64_t b = 0; b < count; ++b) {
-      for (size_t k = 0; k < outputs; ++k) fused_block->registerOutput(slices[k]->output(b));
+      graph.insert(aten::copy_, {asTensor(graph, leaf_values[l][b]),
+                                 graph.insert(aten::select, {asTensor(graph, stacked_leaves[l]), 0, b})});
     }
   }
-  std::vector<Node*> region_nodes;
-  for (const auto& m : members) region_nodes.insert(region_nodes.end(), m.region.begin(), m.region.end());
-  std::sort(region_nodes.begin(), region_nodes.end(), [](Node* a, Node* b) { return a->isBefore(b); });
+  std::vector<Node*> slices;
+  for (Value* out : fused_outputs) {
+    slices.push_back(graph.insertNode(graph.createListUnpack(graph.insert(aten::unbind, {out, 0}), count)));
+  }
+  for (int64_t b = 0; b < count; ++b) {
+    for (Node* slice : slices) block->registerOutput(slice->output(b));
+  }
+}
+
+// The other branch: the members' nodes as they were.
+void fillOriginal(Graph& graph, Block* block, const std::vector<GroupMember>& members,
+                  const std::vector<Node*>& region_nodes) {
   std::unordered_map<Value*, Value*> env;
   for (Node* node : region_nodes) {
-    Node* copy = original_block->appendNode(graph.createClone(node, [&](Value* v) {
+    Node* copy = block->appendNode(graph.createClone(node, [&](Value* v) {
       auto it = env.find(v);
       return it != env.end() ? it->second : v;
     }));
     for (size_t i = 0; i < node->outputs().size(); ++i) env[node->output(i)] = copy->output(i);
   }
   for (const auto& m : members) {
-    for (Value* out : m.outputs) original_block->registerOutput(env.at(out));
+    for (Value* out : m.outputs) block->registerOutput(env.at(out));
   }
+}
 
+// Replaces the members' nodes with prim::If(the members agree) { fused }
+// else { the members' nodes as they were }.
+void rewrite(Graph& graph, std::vector<GroupMember>& members, Plan& plan) {
+  // (AliasDb would refuse these moves past any write to a module buffer:
+  // it cannot tell the buffers from the tensors in the moved lists.)
+  for (auto it = plan.to_move.rbegin(); it != plan.to_move.rend(); ++it) (*it)->moveAfter(plan.last);
+  torch::jit::WithInsertPoint after_members(plan.last->next());
+  const auto leaf_values = leafValues(graph, members, plan);
+  Node* branch = graph.insertNode(graph.create(prim::If, {insertGuard(graph, members, plan, leaf_values)}, 0));
+  for (const auto& m : members) {
+    for (Value* out : m.outputs) branch->addOutput()->setType(out->type());
+  }
+  std::vector<Node*> region_nodes;
+  for (const auto& m : members) region_nodes.insert(region_nodes.end(), m.region.begin(), m.region.end());
+  std::sort(region_nodes.begin(), region_nodes.end(), [](Node* a, Node* b) { return a->isBefore(b); });
+  fillFused(graph, branch->addBlock(), members, plan, leaf_values);
+  fillOriginal(graph, branch->addBlock(), members, region_nodes);
+
+  // The rest of the graph reads the branch's outputs.
   const std::set<const Node*> in_regions(region_nodes.begin(), region_nodes.end());
   size_t index = 0;
   for (const auto& m : members) {
