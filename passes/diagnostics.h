@@ -15,4 +15,10 @@ std::string describeNode(const torch::jit::Node* node);
 std::string withoutMangling(const std::string& name);
 std::string demangledTypeName(const c10::TypePtr& type);
 
+// The line of a LibTorch error that says what went wrong: its first line
+// (without c10::Error's backtrace), or, for an error raised inside
+// TorchScript code ("The following operation failed in the TorchScript
+// interpreter." and two tracebacks), its last.
+std::string errorSummary(const std::exception& error);
+
 }  // namespace hfta

@@ -31,11 +31,11 @@ using ClassMap = std::unordered_map<c10::ClassTypePtr, c10::ClassTypePtr>;
 // Makes the new module's tensor from the tensors at one qualified name.
 using TensorMaker = std::function<at::Tensor(const std::vector<at::Tensor>&, bool is_parameter)>;
 
-std::shared_ptr<Graph> inlinedForward(const Member& member) {
+std::shared_ptr<Graph> inlinedForward(const Member& member, const std::string& name) {
   auto forward = member.module.find_method("forward");
   if (!forward) {
-    throw UserError(fmt::format("{} has no forward method; save a scripted nn.Module with torch.jit.save",
-                                member.source));
+    throw UserError(fmt::format("{} has no forward method: fusion trains forward. Save a scripted nn.Module "
+                                "that has one with torch.jit.save", name));
   }
   auto graph = forward->graph()->copy();
   // (A call left uninlined runs per member, as a fallback the report lists.)
@@ -126,7 +126,7 @@ FusionResult fuse(const std::vector<Member>& members, const FuseOptions& options
     names.push_back(fmt::format("model {} ({})", b, members[b].source));
   }
   verifyModulesInLockstep(modules, names);
-  for (int64_t b = 0; b < array_size; ++b) graphs.push_back({inlinedForward(members[b]), names[b]});
+  for (int64_t b = 0; b < array_size; ++b) graphs.push_back({inlinedForward(members[b], names[b]), names[b]});
   verifyGraphsInLockstep(graphs);
 
   auto cu = std::make_shared<torch::jit::CompilationUnit>();
@@ -163,8 +163,16 @@ FusionResult fuse(const std::vector<Member>& members, const FuseOptions& options
   return result;
 }
 
+bool isFused(const Module& module) {
+  return module.hasattr(kArraySizeAttr) && module.find_method(kMemberForward).has_value();
+}
+
+bool sharedInput(const Module& fused) {
+  return arraySize(fused) > 0 && fused.hasattr(kSharedInputAttr) && fused.attr(kSharedInputAttr).toBool();
+}
+
 int64_t arraySize(const Module& fused) {
-  if (!fused.hasattr(kArraySizeAttr) || !fused.find_method(kMemberForward)) {
+  if (!isFused(fused)) {
     throw UserError("this module was not made by hfta-fuse (it has no hfta_array_size); "
                     "pass the fused .pt that hfta-fuse wrote");
   }

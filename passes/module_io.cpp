@@ -2,15 +2,38 @@
 // turned into messages that say what to fix.
 #include <fmt/format.h>
 
+#include <caffe2/serialize/inline_container.h>
+
+#include <algorithm>
 #include <filesystem>
 
+#include "passes/diagnostics.h"
 #include "passes/hfta/hfta.h"
 #include "runtime/atomic_file.h"
 
 namespace hfta {
 namespace {
 
-std::string firstLine(const std::string& s) { return s.substr(0, s.find('\n')); }
+// Why `path` did not load as a TorchScript module, in the user's terms.
+std::string whyNotLoadable(const std::string& path, const c10::Error& error) {
+  std::vector<std::string> records;
+  try {
+    caffe2::serialize::PyTorchStreamReader reader(path);
+    records = reader.getAllRecords();
+  } catch (const c10::Error&) {
+    return fmt::format("is not a TorchScript archive (not a whole zip archive: truncated, damaged, or another kind "
+                       "of file): {}", errorSummary(error));
+  }
+  const bool has_code = std::any_of(records.begin(), records.end(),
+                                    [](const std::string& r) { return r.find("code/") != std::string::npos; });
+  const bool has_data = std::any_of(records.begin(), records.end(),
+                                    [](const std::string& r) { return r.find("data.pkl") != std::string::npos; });
+  if (!has_code && has_data) {
+    return "holds an object saved with torch.save (a state_dict, or a module pickled from Python), not a "
+           "TorchScript module";
+  }
+  return fmt::format("is a damaged TorchScript archive: {}", errorSummary(error));
+}
 
 }  // namespace
 
@@ -26,10 +49,8 @@ std::vector<Member> loadMembers(const std::vector<std::string>& paths) {
     try {
       members.push_back({torch::jit::load(path, torch::kCPU), path});
     } catch (const c10::Error& e) {
-      throw UserError(fmt::format(
-          "model {} ({}) is not a TorchScript archive: {}. Save models with "
-          "torch.jit.save(torch.jit.script(model), path).",
-          b, path, firstLine(e.what_without_backtrace())));
+      throw UserError(fmt::format("model {} ({}) {}. Save models with torch.jit.save(torch.jit.script(model), path).",
+                                  b, path, whyNotLoadable(path, e)));
     }
   }
   return members;
@@ -37,7 +58,7 @@ std::vector<Member> loadMembers(const std::vector<std::string>& paths) {
 
 void saveModule(const torch::jit::Module& module, const std::string& path) {
   try {
-    writeAtomically(path, [&](const std::string& tmp) { module.save(tmp); });
+    writeAtomically(path, [&](std::ostream& out) { module.save(out); });
   } catch (const FileWriteError& e) {
     throw UserError(e.what());
   }

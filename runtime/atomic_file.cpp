@@ -1,45 +1,290 @@
 #include "runtime/atomic_file.h"
 
 #include <c10/util/Exception.h>
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <array>
+#include <atomic>
 #include <cerrno>
-#include <cstdio>
+#include <climits>
+#include <csignal>
 #include <cstring>
-#include <filesystem>
+#include <set>
+#include <streambuf>
 
 namespace hfta {
+namespace {
 
-void writeAtomically(const std::string& path, const std::function<void(const std::string&)>& write) {
-  namespace fs = std::filesystem;
-  const fs::path target(path);
-  const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec)) {
-    throw FileWriteError(fmt::format("cannot write {}: folder {} does not exist", path, dir.string()));
+// ---- Temporary files in flight, for the signal handler ----------------
+// A fixed table the handler can read without allocating or locking.
+constexpr int kFreeSlot = 0, kClaimedSlot = 1, kReadySlot = 2;
+struct Slot {
+  std::atomic<int> state{kFreeSlot};
+  char path[PATH_MAX];
+};
+std::array<Slot, 64> g_in_flight;
+
+// The slot now holding `path`, or -1 when all are taken (the file is then
+// not removed on a signal, which is all that is lost).
+int remember(const std::string& path) {
+  if (path.size() >= PATH_MAX) return -1;
+  for (int i = 0; i < static_cast<int>(g_in_flight.size()); ++i) {
+    int expected = kFreeSlot;
+    if (g_in_flight[i].state.compare_exchange_strong(expected, kClaimedSlot)) {
+      std::memcpy(g_in_flight[i].path, path.c_str(), path.size() + 1);
+      g_in_flight[i].state = kReadySlot;
+      return i;
+    }
   }
-  std::string tmp = (dir / ("." + target.filename().string() + ".tmp-XXXXXX")).string();
-  const int fd = mkstemp(tmp.data());
-  if (fd < 0) {
-    throw FileWriteError(fmt::format("cannot write {}: {} (choose a writable path)", path, std::strerror(errno)));
+  return -1;
+}
+
+void forget(int slot) {
+  if (slot >= 0) g_in_flight[slot].state = kFreeSlot;
+}
+
+extern "C" void removeInFlightAndDie(int signal_number) {
+  for (auto& slot : g_in_flight) {
+    if (slot.state.load() == kReadySlot) ::unlink(slot.path);
   }
-  close(fd);
-  try {
-    write(tmp);
-  } catch (const c10::Error& e) {
-    std::remove(tmp.c_str());
-    const std::string what = e.what_without_backtrace();
-    throw FileWriteError(fmt::format("cannot write {}: {}", path, what.substr(0, what.find('\n'))));
-  } catch (const std::exception& e) {
-    std::remove(tmp.c_str());
-    throw FileWriteError(fmt::format("cannot write {}: {}", path, e.what()));
+  // SA_RESETHAND restored the default action: the signal, pending until
+  // this handler returns, ends the process as it would have without us.
+  ::raise(signal_number);
+}
+
+constexpr std::array<int, 3> kCleanupSignals{SIGINT, SIGTERM, SIGHUP};
+
+// Holds the cleanup signals back while a group is renamed into place, so
+// that a Ctrl-C cannot leave it half committed.
+class SignalsHeld {
+ public:
+  SignalsHeld() {
+    sigset_t held;
+    sigemptyset(&held);
+    for (int s : kCleanupSignals) sigaddset(&held, s);
+    pthread_sigmask(SIG_BLOCK, &held, &previous_);
   }
-  fs::rename(tmp, target, ec);
-  if (ec) {
-    std::remove(tmp.c_str());
-    throw FileWriteError(fmt::format("cannot write {}: {}", path, ec.message()));
+  ~SignalsHeld() { pthread_sigmask(SIG_SETMASK, &previous_, nullptr); }
+
+ private:
+  sigset_t previous_;
+};
+
+// ---- Writing through a file descriptor, every error seen --------------
+// std::ofstream reports a failed final flush only to a caller who closes
+// it and looks again; this buffer keeps the first errno of any write.
+class FileBuffer : public std::streambuf {
+ public:
+  explicit FileBuffer(int fd) : fd_(fd) { setp(buffer_.data(), buffer_.data() + buffer_.size()); }
+  int error() const { return error_; }
+
+ protected:
+  int_type overflow(int_type ch) override {
+    if (!drain()) return traits_type::eof();
+    if (!traits_type::eq_int_type(ch, traits_type::eof())) {
+      *pptr() = traits_type::to_char_type(ch);
+      pbump(1);
+    }
+    return traits_type::not_eof(ch);
   }
+  std::streamsize xsputn(const char* data, std::streamsize size) override {
+    if (size < static_cast<std::streamsize>(buffer_.size())) return std::streambuf::xsputn(data, size);
+    // Large records (tensor data) go straight to the file.
+    return drain() && writeAll(data, static_cast<size_t>(size)) ? size : 0;
+  }
+  int sync() override { return drain() ? 0 : -1; }
+
+ private:
+  bool drain() {
+    const bool ok = writeAll(pbase(), static_cast<size_t>(pptr() - pbase()));
+    setp(buffer_.data(), buffer_.data() + buffer_.size());
+    return ok;
+  }
+  bool writeAll(const char* data, size_t size) {
+    while (error_ == 0 && size > 0) {
+      const ssize_t written = ::write(fd_, data, size);
+      if (written < 0) {
+        if (errno != EINTR) error_ = errno;
+        continue;
+      }
+      data += written;
+      size -= static_cast<size_t>(written);
+    }
+    return error_ == 0;
+  }
+
+  int fd_;
+  int error_ = 0;
+  std::array<char, 1 << 16> buffer_{};
+};
+
+std::string folderOf(const std::string& path) {
+  const auto slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+std::string fileNameOf(const std::string& path) {
+  const auto slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// A fresh name next to `path` ("dir/.name.tmp-PID-N"), created empty with
+// mode 0666 less the umask; its slot is remembered for the signal handler.
+std::pair<std::string, int> createTemporary(const std::string& path, const char* what, int& fd) {
+  static std::atomic<uint64_t> counter{0};
+  const std::string dir = folderOf(path), name = fileNameOf(path);
+  for (;;) {
+    std::string temporary = fmt::format("{}/.{}.{}-{}-{}", dir, name, what, ::getpid(), counter++);
+    const int slot = remember(temporary);
+    fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd >= 0) return {temporary, slot};
+    const int error = errno;
+    forget(slot);
+    if (error != EEXIST) {
+      throw FileWriteError(fmt::format("cannot write {}: {} (choose a folder you can write to)", path,
+                                       std::strerror(error)));
+    }
+  }
+}
+
+void checkFolder(const std::string& path) {
+  struct stat info {};
+  const std::string dir = folderOf(path);
+  if (::stat(dir.c_str(), &info) != 0 || !S_ISDIR(info.st_mode)) {
+    throw FileWriteError(fmt::format("cannot write {}: folder {} does not exist", path, dir));
+  }
+  if (::stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode)) {
+    throw FileWriteError(fmt::format("cannot write {}: it is a folder; give a file name", path));
+  }
+}
+
+std::string firstLine(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+// Flushes a folder's entries (a rename) to the disk. Filesystems that
+// cannot sync a folder say EINVAL; nothing more can be done there.
+void syncFolder(const std::string& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return;
+  const int rc = ::fsync(fd);
+  const int error = errno;
+  ::close(fd);
+  if (rc != 0 && error != EINVAL) {
+    throw FileWriteError(fmt::format("cannot flush folder {} to the disk: {}", dir, std::strerror(error)));
+  }
+}
+
+}  // namespace
+
+AtomicFiles::~AtomicFiles() { discard(); }
+
+void AtomicFiles::discard() noexcept {
+  for (const auto& s : staged_) ::unlink(s.temporary.c_str());
+  staged_.clear();
+  for (int slot : slots_) forget(slot);
+  slots_.clear();
+}
+
+void AtomicFiles::add(const std::string& path, const FileWriter& write) {
+  checkFolder(path);
+  int fd = -1;
+  auto [temporary, slot] = createTemporary(path, "tmp", fd);
+  std::string failure;
+  {
+    FileBuffer buffer(fd);
+    std::ostream out(&buffer);
+    try {
+      write(out);
+      out.flush();
+    } catch (const c10::Error& e) {
+      failure = firstLine(e.what_without_backtrace());
+    } catch (const std::exception& e) {
+      failure = e.what();
+    }
+    // A write error is the cause of whatever the writer threw after it.
+    if (buffer.error() != 0) failure = std::strerror(buffer.error());
+    if (failure.empty() && !out) failure = "the write failed";
+  }
+  if (failure.empty() && ::fsync(fd) != 0) failure = std::strerror(errno);
+  if (::close(fd) != 0 && failure.empty()) failure = std::strerror(errno);
+  if (!failure.empty()) {
+    ::unlink(temporary.c_str());
+    forget(slot);
+    throw FileWriteError(fmt::format("cannot write {}: {}", path, failure));
+  }
+  staged_.push_back({path, temporary, "", false});
+  slots_.push_back(slot);
+}
+
+void AtomicFiles::commit() {
+  SignalsHeld held;
+  const bool group = staged_.size() > 1;
+  size_t done = 0;
+  std::string failure;
+  for (; done < staged_.size(); ++done) {
+    auto& s = staged_[done];
+    struct stat info {};
+    s.existed = ::lstat(s.path.c_str(), &info) == 0;
+    if (group && s.existed) {
+      // A second name for the old file, to put back if a later rename fails.
+      int fd = -1;
+      auto [backup, slot] = createTemporary(s.path, "old", fd);
+      ::close(fd);
+      ::unlink(backup.c_str());
+      slots_.push_back(slot);
+      if (::link(s.path.c_str(), backup.c_str()) == 0) s.backup = backup;
+    }
+    if (::rename(s.temporary.c_str(), s.path.c_str()) != 0) {
+      failure = fmt::format("cannot write {}: {}", s.path, std::strerror(errno));
+      break;
+    }
+  }
+  if (!failure.empty()) {
+    for (size_t j = done; j-- > 0;) {
+      const auto& s = staged_[j];
+      if (!s.backup.empty()) {
+        ::rename(s.backup.c_str(), s.path.c_str());
+      } else if (!s.existed) {
+        ::unlink(s.path.c_str());
+      }
+    }
+    for (const auto& s : staged_) {
+      if (!s.backup.empty()) ::unlink(s.backup.c_str());
+    }
+    discard();
+    throw FileWriteError(failure + (done > 0 ? "; the files written before it were put back as they were" : ""));
+  }
+  std::set<std::string> folders;
+  for (const auto& s : staged_) {
+    if (!s.backup.empty()) ::unlink(s.backup.c_str());
+    folders.insert(folderOf(s.path));
+  }
+  staged_.clear();
+  discard();
+  for (const auto& dir : folders) syncFolder(dir);
+}
+
+void writeAtomically(const std::string& path, const FileWriter& write) {
+  AtomicFiles file;
+  file.add(path, write);
+  file.commit();
+}
+
+void writeFileAtomically(const std::string& path, const std::string& contents) {
+  writeAtomically(path, [&](std::ostream& out) { out.write(contents.data(), static_cast<std::streamsize>(contents.size())); });
+}
+
+void syncParentFolder(const std::string& path) { syncFolder(folderOf(path)); }
+
+void removeTemporaryFilesOnSignal() {
+  struct sigaction action {};
+  action.sa_handler = removeInFlightAndDie;
+  action.sa_flags = SA_RESETHAND;
+  sigemptyset(&action.sa_mask);
+  for (int s : kCleanupSignals) ::sigaction(s, &action, nullptr);
 }
 
 }  // namespace hfta

@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-scripts/build.sh
+scripts/build.sh hfta-fuse hfta-train hfta_runtime  # only what the demo runs
 out=out/demo
 rm -rf "$out" && mkdir -p "$out"
 echo "== scripting 4 CNNs for the 8x8 digits (seeds 0-3) into $out"

@@ -6,4 +6,4 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh
 scripts/build.sh
 cd build
-exec ../.venv/bin/ctest --output-on-failure -j "$(nproc)"
+exec ../.venv/bin/ctest --output-on-failure --no-tests=error -j "$(nproc)"

@@ -65,12 +65,16 @@ class FusionEquivalence : public ::testing::TestWithParam<std::string> {
       ops::setPerMemberConvThreshold(0);
     }
     ref_ = Reference(kind_ + "_reference.pt");
+    const auto dtype = ref_.tensor("x").scalar_type();
+    tolerance_ = testing::tolerancesFor(dtype);
+    tolerance_.trained = testing::trainedTolerance(dtype, ref_.tensor("sensitivity").item<double>());
     fused_ = fuse(loadMembers(testing::memberPaths(kind_)));
   }
   void TearDown() override { ops::setPerMemberConvThreshold(default_threshold_); }
 
   std::string kind_;
   Reference ref_;
+  testing::Tolerances tolerance_{};  // the members' dtype's
   FusionResult fused_;
   const int64_t default_threshold_ = ops::perMemberConvThreshold();
 };
@@ -78,7 +82,7 @@ class FusionEquivalence : public ::testing::TestWithParam<std::string> {
 TEST_P(FusionEquivalence, ForwardMatchesEachMember) {
   const auto x = ref_.tensor("x")[0];  // [B, N, ...]: member b's own batch
   const auto out = firstOutput(fused_.module.forward({x}));
-  EXPECT_TRUE(allClose(out, ref_.tensor("outputs"), testing::kForwardTolerance));
+  EXPECT_TRUE(allClose(out, ref_.tensor("outputs"), tolerance_.forward));
 }
 
 TEST_P(FusionEquivalence, GradientsOfSummedLossMatchEachMembersOwn) {
@@ -89,7 +93,7 @@ TEST_P(FusionEquivalence, GradientsOfSummedLossMatchEachMembersOwn) {
   ASSERT_EQ(grads.size(), fused_.module.named_parameters().size());
   for (const auto& p : fused_.module.named_parameters()) {
     ASSERT_TRUE(p.value.grad().defined()) << p.name;
-    EXPECT_TRUE(allClose(p.value.grad(), grads.at(p.name), testing::kGradientTolerance))
+    EXPECT_TRUE(allClose(p.value.grad(), grads.at(p.name), tolerance_.gradient))
         << p.name;
   }
 }
@@ -99,20 +103,20 @@ TEST_P(FusionEquivalence, SgdStepsWithPerMemberSettingsMatchTrainingAlone) {
   trainFused(fused_.module, ref_);
   const auto trained = ref_.tensors("trained");
   for (const auto& p : fused_.module.named_parameters()) {
-    EXPECT_TRUE(allClose(p.value, trained.at(p.name), testing::kTrainedTolerance)) << p.name;
+    EXPECT_TRUE(allClose(p.value, trained.at(p.name), tolerance_.trained)) << p.name;
   }
   // Batch-norm statistics: each member's running mean, variance and
   // num_batches_tracked are its own, as after training alone.
   const auto buffers = ref_.tensors("buffers");
   ASSERT_EQ(buffers.size(), fused_.module.named_buffers().size());
   for (const auto& b : fused_.module.named_buffers()) {
-    EXPECT_TRUE(allClose(b.value, buffers.at(b.name), testing::kTrainedTolerance)) << b.name;
+    EXPECT_TRUE(allClose(b.value, buffers.at(b.name), tolerance_.trained)) << b.name;
   }
   // And in eval mode the trained members answer as they would alone.
   fused_.module.eval();
   torch::NoGradGuard no_grad;
   const auto out = firstOutput(fused_.module.forward({ref_.tensor("x")[0]}));
-  EXPECT_TRUE(allClose(out, ref_.tensor("eval_outputs"), testing::kTrainedTolerance));
+  EXPECT_TRUE(allClose(out, ref_.tensor("eval_outputs"), tolerance_.trained));
 }
 
 TEST_P(FusionEquivalence, SharedInputMatchesEachMemberOnTheSameBatch) {
@@ -122,7 +126,7 @@ TEST_P(FusionEquivalence, SharedInputMatchesEachMemberOnTheSameBatch) {
   const auto out = firstOutput(shared.module.forward({x}));
   ASSERT_EQ(out.size(0), 3);
   for (int b = 0; b < 3; ++b) {
-    EXPECT_TRUE(allClose(out[b], firstOutput(members[b].module.forward({x})), testing::kForwardTolerance))
+    EXPECT_TRUE(allClose(out[b], firstOutput(members[b].module.forward({x})), tolerance_.forward))
         << "member " << b;
   }
 }
@@ -206,7 +210,7 @@ TEST(SimpleExecutor, FusesEveryLevelAndRuns) {
     auto fused = fuse(loadMembers(testing::memberPaths(kind)));
     EXPECT_TRUE(fused.report.fallbacks.empty()) << kind << ":\n" << fused.report.text();
     const auto out = firstOutput(fused.module.forward({ref.tensor("x")[0]}));
-    EXPECT_TRUE(allClose(out, ref.tensor("outputs"), testing::kForwardTolerance)) << kind;
+    EXPECT_TRUE(allClose(out, ref.tensor("outputs"), testing::tolerancesFor(out.scalar_type()).forward)) << kind;
   }
 }
 

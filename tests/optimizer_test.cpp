@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "runtime/optim/clip.h"
+#include "runtime/optim/cpu_loop.h"
 #include "runtime/optim/optimizers.h"
 #include "tests/optimizer_comparison.h"
 #include "tests/test_support.h"
@@ -16,6 +17,20 @@ namespace hfta::optim::testing {
 namespace {
 
 using hfta::testing::allClose;
+
+// The CPU loop runs the build ATEN_CPU_CAPABILITY asks for: ctest runs the
+// optimizer tests a second time with it set to "default" (the build for any
+// x86-64), so both builds are tested on an AVX2 machine.
+TEST(CpuDispatch, FollowsAtenCpuCapability) {
+  const char* asked = std::getenv("ATEN_CPU_CAPABILITY");
+  if (asked != nullptr && std::string(asked) == "default") {
+    EXPECT_STREQ(cpu::capability(), "DEFAULT");
+  } else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    EXPECT_STREQ(cpu::capability(), "AVX2");
+  } else {
+    EXPECT_STREQ(cpu::capability(), "DEFAULT");
+  }
+}
 
 class TorchOptimCase : public ::testing::TestWithParam<OptimizerCase> {};
 

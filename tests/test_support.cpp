@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
@@ -41,6 +42,18 @@ std::map<std::string, at::Tensor> Reference::tensors(const std::string& key) con
   return out;
 }
 
+Tolerances tolerancesFor(at::ScalarType dtype) {
+  if (dtype == at::kDouble) return kFloat64;
+  if (dtype == at::kFloat) return kFloat32;
+  throw std::invalid_argument(fmt::format("no test tolerances for {}", c10::toString(dtype)));
+}
+
+double trainedTolerance(at::ScalarType dtype, double sensitivity) {
+  constexpr double kTermsPerSum = 1000;
+  const double unit_roundoff = dtype == at::kDouble ? 0x1p-53 : 0x1p-24;
+  return std::max(tolerancesFor(dtype).trained, kTermsPerSum * unit_roundoff * sensitivity);
+}
+
 ::testing::AssertionResult allClose(const at::Tensor& actual, const at::Tensor& expected,
                                     double tolerance) {
   if (actual.sizes() != expected.sizes()) {
@@ -48,14 +61,31 @@ std::map<std::string, at::Tensor> Reference::tensors(const std::string& key) con
                                                         fmt::join(actual.sizes(), ", "),
                                                         fmt::join(expected.sizes(), ", "));
   }
-  const auto a = actual.detach().to(at::kDouble);
-  const auto e = expected.detach().to(at::kDouble);
-  const auto excess = (a - e).abs() - tolerance * (1 + e.abs());
-  const double worst = excess.numel() ? excess.max().item<double>() : -1;
-  if (worst > 0 || a.isnan().any().item<bool>() != e.isnan().any().item<bool>()) {
+  const auto a = actual.detach().to(at::kDouble).flatten();
+  const auto e = expected.detach().to(at::kDouble).flatten();
+  auto firstWhere = [](const at::Tensor& mask) { return mask.nonzero()[0].item<int64_t>(); };
+  const auto nan_differs = a.isnan().ne(e.isnan());
+  if (nan_differs.any().item<bool>()) {
+    const auto i = firstWhere(nan_differs);
     return ::testing::AssertionFailure()
-           << fmt::format("max |actual - expected| = {} exceeds tolerance {}",
-                          (a - e).abs().max().item<double>(), tolerance);
+           << fmt::format("element {} is {} but expected {} (NaN must match NaN)", i, a[i].item<double>(),
+                          e[i].item<double>());
+  }
+  const auto inf_differs = (a.isinf() | e.isinf()) & a.ne(e);
+  if (inf_differs.any().item<bool>()) {
+    const auto i = firstWhere(inf_differs);
+    return ::testing::AssertionFailure()
+           << fmt::format("element {} is {} but expected {} (infinities must match exactly)", i, a[i].item<double>(),
+                          e[i].item<double>());
+  }
+  const auto finite = a.isfinite();
+  const auto excess = ((a - e).abs() - tolerance * (1 + e.abs())).masked_fill(finite.logical_not(), -1);
+  if (excess.numel() > 0 && excess.max().item<double>() > 0) {
+    const auto i = excess.argmax().item<int64_t>();
+    return ::testing::AssertionFailure()
+           << fmt::format("max |actual - expected| = {} at element {} ({} vs {}) exceeds tolerance {} * (1 + |{}|)",
+                          (a - e).abs().masked_fill(finite.logical_not(), 0).max().item<double>(), i,
+                          a[i].item<double>(), e[i].item<double>(), tolerance, e[i].item<double>());
   }
   return ::testing::AssertionSuccess();
 }

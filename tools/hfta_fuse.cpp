@@ -1,10 +1,10 @@
 // hfta-fuse: B TorchScript models of one topology -> one fused module.
 #include <fmt/format.h>
 
-#include <filesystem>
 #include <iostream>
 
 #include "passes/hfta/hfta.h"
+#include "runtime/atomic_file.h"
 #include "tools/tool_main.h"
 
 int main(int argc, char** argv) {
@@ -23,17 +23,26 @@ int main(int argc, char** argv) {
   app.add_flag("--print-graph", print_graph, "print the fused forward graph");
 
   return hfta::tools::runTool(app, argc, argv, [&] {
+    hfta::tools::checkInputs(inputs, "model");
+    hfta::tools::checkNotAnInput(output, inputs, "-o");
     if (!report_json.empty()) {
-      const auto dir = std::filesystem::path(report_json).parent_path();
-      if (!dir.empty() && !std::filesystem::is_directory(dir)) {
-        throw hfta::UserError(fmt::format("cannot write {}: folder {} does not exist",
-                                          report_json, dir.string()));
-      }
+      hfta::tools::checkNotAnInput(report_json, inputs, "--report-json");
+      if (report_json == output) throw hfta::UserError("-o and --report-json name the same file");
     }
     auto members = hfta::loadMembers(inputs);
     auto fused = hfta::fuse(members, {shared_input});
-    hfta::saveModule(fused.module, output);
-    if (!report_json.empty()) hfta::tools::writeTextFile(report_json, fused.report.json() + "\n");
+    members.clear();  // (the members' tensors are stacked in the fused module now)
+    // The module and its report, both or neither.
+    try {
+      hfta::AtomicFiles files;
+      files.add(output, [&](std::ostream& out) { fused.module.save(out); });
+      if (!report_json.empty()) {
+        files.add(report_json, [&](std::ostream& out) { out << fused.report.json() << "\n"; });
+      }
+      files.commit();
+    } catch (const hfta::FileWriteError& e) {
+      throw hfta::UserError(fmt::format("{}; nothing was written", e.what()));
+    }
     if (print_graph) std::cout << *fused.module.get_method("forward").graph();
     if (report) std::cout << fused.report.text();
     fmt::print("hfta-fuse: fused {} models into {} ({} fused nodes, {} fallback nodes)\n",

@@ -4,12 +4,13 @@
 #include <filesystem>
 
 #include "passes/hfta/hfta.h"
+#include "runtime/atomic_file.h"
 #include "tools/tool_main.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"Take members out of a module made by hfta-fuse, as plain .pt files.", "hfta-split"};
   std::string input, output;
-  int64_t index = -1;
+  int64_t index = 0;
   bool all = false;
   app.add_option("fused", input, "the fused module (.pt) written by hfta-fuse")->required();
   auto* index_opt = app.add_option("--index", index, "the member to take out (0-based)");
@@ -19,22 +20,39 @@ int main(int argc, char** argv) {
       ->required();
 
   return hfta::tools::runTool(app, argc, argv, [&] {
-    if (!all && index < 0) throw hfta::UserError("say which member to take out: --index B or --all");
+    if (!all && index_opt->count() == 0) throw hfta::UserError("say which member to take out: --index B or --all");
+    if (!all && index < 0) throw hfta::UserError(fmt::format("--index {} is negative: members count from 0", index));
+    hfta::tools::checkInputs({input}, "fused module");
+    if (all && !std::filesystem::is_directory(output)) {
+      throw hfta::UserError(fmt::format("--all writes into a folder, and {} is not one; create it first", output));
+    }
+    std::vector<std::string> paths;
+    if (!all) paths.push_back(output);
     auto loaded = hfta::loadMembers({input});
     const auto& fused = loaded[0].module;
     const int64_t array_size = hfta::arraySize(fused);
-    if (!all) {
-      hfta::saveModule(hfta::split(fused, index), output);
-      fmt::print("hfta-split: wrote member {} of {} to {}\n", index, array_size, output);
-      return 0;
+    std::vector<int64_t> members{index};
+    if (all) {
+      members.clear();
+      for (int64_t b = 0; b < array_size; ++b) {
+        members.push_back(b);
+        paths.push_back((std::filesystem::path(output) / fmt::format("member_{}.pt", b)).string());
+      }
     }
-    if (!std::filesystem::is_directory(output)) {
-      throw hfta::UserError(fmt::format("--all writes into a folder, and {} is not one; create it first", output));
+    for (const auto& path : paths) hfta::tools::checkNotAnInput(path, {input}, "-o");
+    // Every member or none.
+    try {
+      hfta::AtomicFiles files;
+      for (size_t i = 0; i < members.size(); ++i) {
+        const auto member = hfta::split(fused, members[i]);
+        files.add(paths[i], [&](std::ostream& out) { member.save(out); });
+      }
+      files.commit();
+    } catch (const hfta::FileWriteError& e) {
+      throw hfta::UserError(fmt::format("{}; nothing was written", e.what()));
     }
-    for (int64_t b = 0; b < array_size; ++b) {
-      const auto path = (std::filesystem::path(output) / fmt::format("member_{}.pt", b)).string();
-      hfta::saveModule(hfta::split(fused, b), path);
-      fmt::print("hfta-split: wrote member {} of {} to {}\n", b, array_size, path);
+    for (size_t i = 0; i < members.size(); ++i) {
+      fmt::print("hfta-split: wrote member {} of {} to {}\n", members[i], array_size, paths[i]);
     }
     return 0;
   });

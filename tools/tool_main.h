@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace hfta::tools {
 
@@ -17,5 +18,23 @@ int runTool(CLI::App& app, int argc, char** argv, const std::function<int()>& bo
 
 // Writes text through a temporary file and a rename; UserError on failure.
 void writeTextFile(const std::string& path, const std::string& text);
+
+// The files a command reads, checked before it reads or writes anything:
+// UserError for a shell pattern that matched no file (the shell passes it
+// on as it is), a missing file, or one file given twice. `what` names the
+// inputs in messages ("model" -> "model 1 (b.pt)").
+void checkInputs(const std::vector<std::string>& inputs, const std::string& what);
+// UserError if `output` is one of the inputs (the same file, by any name).
+void checkNotAnInput(const std::string& output, const std::vector<std::string>& inputs, const std::string& flag);
+
+// A setting's command-line flag: "step_size" -> "--step-size".
+std::string flagOf(std::string setting);
+
+// The command line with each `--config FILE` (a JSON object of settings by
+// flag name without the dashes, e.g. {"optimizer": "adam", "lr": [0.01,
+// 0.03], "epochs": 5, "own_streams": true}) replaced by those flags, in
+// place, so that flags after it win. UserError if the file cannot be read
+// or is not one JSON object.
+std::vector<std::string> expandConfigFiles(int argc, char** argv);
 
 }  // namespace hfta::tools

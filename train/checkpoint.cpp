@@ -16,8 +16,10 @@
 #include <fstream>
 #include <iterator>
 
+#include "passes/diagnostics.h"
 #include "passes/hfta/hfta.h"
 #include "runtime/atomic_file.h"
+#include "train/setting_error.h"
 
 namespace hfta::train {
 namespace fs = std::filesystem;
@@ -37,6 +39,11 @@ void removeFlatFolder(const std::string& dir) {
   }
   closedir(d);
   ::rmdir(dir.c_str());
+}
+
+std::string withoutTrailingSlash(std::string dir) {
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  return dir;
 }
 
 c10::IValue rowsToIValue(const std::vector<MemberEpoch>& rows) {
@@ -62,7 +69,7 @@ std::vector<MemberEpoch> rowsFromIValue(const c10::IValue& value) {
 
 }  // namespace
 
-void saveCheckpoint(const std::string& dir, const torch::jit::Module& module, const optim::FusedOptimizer& optimizer,
+void saveCheckpoint(const std::string& folder, const torch::jit::Module& module, const optim::FusedOptimizer& optimizer,
                     const Schedule* schedule, const Progress& progress,
                     const std::vector<MemberEpoch>& rows) {
   c10::impl::GenericDict state(c10::StringType::get(), c10::AnyType::get());
@@ -78,39 +85,69 @@ void saveCheckpoint(const std::string& dir, const torch::jit::Module& module, co
   state.insert("rng", at::detail::getDefaultCPUGenerator().get_state());
   const auto bytes = torch::pickle_save(state);
 
+  const std::string dir = withoutTrailingSlash(folder);
   const std::string fresh = dir + ".partial", old = dir + ".old";
   removeFlatFolder(fresh);
-  if (::mkdir(fresh.c_str(), 0755) != 0) {
+  if (::mkdir(fresh.c_str(), 0777) != 0) {
     throw UserError(fmt::format("cannot create the checkpoint folder {}: {}", fresh, std::strerror(errno)));
   }
-  saveModule(module, fresh + "/fused.pt");
   try {
-    writeAtomically(fresh + "/state.pt", [&](const std::string& tmp) {
-      std::ofstream out(tmp, std::ios::binary);
+    AtomicFiles files;
+    files.add(fresh + "/fused.pt", [&](std::ostream& out) { module.save(out); });
+    files.add(fresh + "/state.pt", [&](std::ostream& out) {
       out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-      if (!out) throw std::runtime_error("the write failed");
     });
+    files.commit();
   } catch (const FileWriteError& e) {
-    throw UserError(e.what());
+    removeFlatFolder(fresh);
+    throw UserError(fmt::format("{}; the checkpoint {} is unchanged", e.what(), dir));
   }
-  // The old checkpoint stays whole until the new one is in place.
-  removeFlatFolder(old);
+  // The old checkpoint stays whole until the new one is in place: a run
+  // stopped between the two renames leaves it as DIR.old, which --resume
+  // finds (resolveCheckpoint). An old DIR.old goes only when DIR replaces it.
   struct stat existing {};
-  if (::stat(dir.c_str(), &existing) == 0 && ::rename(dir.c_str(), old.c_str()) != 0) {
-    throw UserError(fmt::format("cannot move the old checkpoint {} aside: {}", dir, std::strerror(errno)));
+  if (::stat(dir.c_str(), &existing) == 0) {
+    removeFlatFolder(old);
+    if (::rename(dir.c_str(), old.c_str()) != 0) {
+      throw UserError(fmt::format("cannot move the old checkpoint {} aside: {}", dir, std::strerror(errno)));
+    }
   }
   if (::rename(fresh.c_str(), dir.c_str()) != 0) {
-    throw UserError(fmt::format("cannot put the checkpoint in place at {}: {}", dir, std::strerror(errno)));
+    throw UserError(fmt::format("cannot put the checkpoint in place at {}: {}; the previous one is {}", dir,
+                                std::strerror(errno), old));
   }
+  syncParentFolder(dir);
   removeFlatFolder(old);
+}
+
+std::string resolveCheckpoint(const std::string& folder, std::string* note) {
+  const std::string dir = withoutTrailingSlash(folder);
+  auto whole = [](const std::string& d) {
+    struct stat info {};
+    return ::stat((d + "/fused.pt").c_str(), &info) == 0 && ::stat((d + "/state.pt").c_str(), &info) == 0;
+  };
+  if (whole(dir)) return dir;
+  const std::string old = dir + ".old";
+  if (whole(old)) {
+    if (note != nullptr) {
+      *note = fmt::format("{} is missing, but {} is whole (a checkpoint save was stopped between its renames): "
+                          "resuming from it", dir, old);
+    }
+    return old;
+  }
+  struct stat info {};
+  if (::stat(dir.c_str(), &info) != 0) {
+    throw SettingError("resume", fmt::format("{}: no such folder (a run writes its checkpoint every few epochs "
+                                             "when asked to, and when it is interrupted)", dir));
+  }
+  throw SettingError("resume", fmt::format("{} is not a checkpoint folder: it has no fused.pt and state.pt", dir));
 }
 
 torch::jit::Module loadCheckpointModule(const std::string& dir) {
   const auto path = (fs::path(dir) / "fused.pt").string();
   std::error_code ec;
   if (!fs::is_regular_file(path, ec)) {
-    throw UserError(fmt::format("{} is not a checkpoint folder: it has no fused.pt (hfta-train writes them with "
-                                "--checkpoint-every)", dir));
+    throw SettingError("resume", fmt::format("{} is not a checkpoint folder: it has no fused.pt", dir));
   }
   return loadMembers({path})[0].module;
 }
@@ -124,8 +161,13 @@ Resumed loadCheckpointState(const std::string& dir, optim::FusedOptimizer& optim
     const auto state = torch::pickle_load(bytes).toGenericDict();
     optimizer.load_state_dict(state.at("optimizer"));
     if (schedule != nullptr) {
-      if (!state.contains("scheduler")) throw UserError(fmt::format("{} was saved without a schedule", dir));
+      if (!state.contains("scheduler")) {
+        throw SettingError("scheduler", fmt::format("the checkpoint {} was saved by a run without a schedule", dir));
+      }
       schedule->load_state_dict(state.at("scheduler"));
+    } else if (state.contains("scheduler")) {
+      throw SettingError("scheduler", fmt::format("the checkpoint {} was saved by a run with a schedule; give the "
+                                                  "same schedule to resume it", dir));
     }
     Resumed resumed;
     resumed.progress.epochs_done = state.at("epochs_done").toInt();
@@ -137,10 +179,11 @@ Resumed loadCheckpointState(const std::string& dir, optim::FusedOptimizer& optim
     generator.set_state(state.at("rng").toTensor());
     return resumed;
   } catch (const c10::Error& e) {
-    const std::string what = e.what_without_backtrace();
-    throw UserError(fmt::format("{} is not a readable checkpoint: {}", path, what.substr(0, what.find('\n'))));
+    throw UserError(fmt::format("{} is not a readable checkpoint: {}", path, errorSummary(e)));
   } catch (const std::invalid_argument& e) {
-    throw UserError(fmt::format("{} does not fit this run: {}", dir, e.what()));
+    throw UserError(fmt::format("the checkpoint {} does not fit this run: {}", dir, e.what()));
+  } catch (const std::out_of_range& e) {
+    throw UserError(fmt::format("{} is not a checkpoint's state: an entry is missing", path));
   }
 }
 

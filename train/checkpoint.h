@@ -3,8 +3,9 @@
 // everything else a run needs to go on exactly as if it had not stopped
 // (state.pt: the optimizer's and scheduler's state dicts, the trainer's
 // progress, the metrics so far, and the CPU random generator's state).
-// Written to a fresh folder that then replaces the old one, so a
-// checkpoint is either the old one or the whole new one.
+// Written to a fresh folder (DIR.partial) that then replaces the old one
+// (moved aside to DIR.old until the new one is in place), so a checkpoint
+// is either the old one or the whole new one.
 #include <torch/script.h>
 
 #include <string>
@@ -24,6 +25,11 @@ struct Resumed {
   Progress progress;
   std::vector<MemberEpoch> rows;
 };
+
+// The checkpoint folder to resume from: `dir`, or, when a save was stopped
+// between its two renames and left only DIR.old, that one (and `note` says
+// so). UserError if neither is a whole checkpoint.
+std::string resolveCheckpoint(const std::string& dir, std::string* note);
 
 // The module of a checkpoint (to build the optimizer over).
 torch::jit::Module loadCheckpointModule(const std::string& dir);

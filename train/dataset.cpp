@@ -8,8 +8,11 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <tuple>
 
+#include "passes/diagnostics.h"
 #include "passes/hfta/hfta.h"
+#include "train/setting_error.h"
 
 namespace hfta::train {
 namespace fs = std::filesystem;
@@ -19,8 +22,8 @@ namespace {
 void requireFile(const fs::path& path, const std::string& what) {
   std::error_code ec;
   if (!fs::is_regular_file(path, ec)) {
-    throw UserError(fmt::format("{}: {} is missing. {}", what, path.string(),
-                                "Point --data at the folder that holds the data set's files."));
+    throw SettingError("data", fmt::format("{}: {} is missing. Give the folder that holds the data set's files",
+                                           what, path.string()));
   }
 }
 
@@ -68,7 +71,20 @@ Dataset loadDigits(const std::string& path) {
 }
 
 Dataset loadMnist(const std::string& dir) {
-  for (const char* f : {"train-images-idx3-ubyte", "train-labels-idx1-ubyte"}) requireFile(fs::path(dir) / f, "mnist");
+  // LibTorch's reader checks the headers but not that the data is all
+  // there (a short file reads as zeros): the sizes are checked here.
+  constexpr int64_t kSamples = 60000, kPixels = 28 * 28;
+  for (const auto& [name, what, size] : {std::tuple{"train-images-idx3-ubyte", "training images", 16 + kSamples * kPixels},
+                                          std::tuple{"train-labels-idx1-ubyte", "training labels", 8 + kSamples}}) {
+    const auto path = fs::path(dir) / name;
+    requireFile(path, "mnist");
+    std::error_code ec;
+    const auto actual = fs::file_size(path, ec);
+    if (ec || actual != static_cast<uintmax_t>(size)) {
+      throw UserError(fmt::format("mnist: {} has {} bytes, MNIST's {} have {} (a truncated or damaged download?)",
+                                  path.string(), actual, what, size));
+    }
+  }
   try {
     torch::data::datasets::MNIST mnist(dir, torch::data::datasets::MNIST::Mode::kTrain);
     // LibTorch's reader normalizes to [0, 1].
@@ -76,8 +92,7 @@ Dataset loadMnist(const std::string& dir) {
     checkLabels(d, dir);
     return d;
   } catch (const c10::Error& e) {
-    const std::string what = e.what_without_backtrace();
-    throw UserError(fmt::format("mnist: {} does not hold MNIST's idx files: {}", dir, what.substr(0, what.find('\n'))));
+    throw UserError(fmt::format("mnist: {} does not hold MNIST's idx files: {}", dir, errorSummary(e)));
   }
 }
 
@@ -121,7 +136,7 @@ Dataset loadDataset(const std::string& kind, const std::string& path) {
 }
 
 std::pair<Dataset, Dataset> holdOut(const Dataset& data, double fraction, uint64_t seed) {
-  if (!(fraction > 0 && fraction < 1)) throw UserError(fmt::format("--holdout must be in (0, 1), got {}", fraction));
+  if (!(fraction > 0 && fraction < 1)) throw SettingError("holdout", fmt::format("must be in (0, 1), got {}", fraction));
   auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
   const auto order = at::randperm(data.size(), gen);
   const int64_t held = std::max<int64_t>(1, static_cast<int64_t>(data.size() * fraction));

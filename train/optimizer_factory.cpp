@@ -7,6 +7,7 @@
 
 #include "passes/hfta/hfta.h"
 #include "runtime/optim/optimizers.h"
+#include "train/setting_error.h"
 
 namespace hfta::train {
 
@@ -28,13 +29,14 @@ std::unique_ptr<optim::FusedOptimizer> makeOptimizer(const std::string& name, st
     } else if (name == "adadelta") {
       made = std::make_unique<FusedAdadelta>(std::move(params), array_size, AdadeltaOptions{});
     } else {
-      throw UserError(fmt::format("unknown optimizer {}: use sgd, adam, adamw, adagrad, rmsprop or adadelta", name));
+      throw SettingError("optimizer",
+                         fmt::format("unknown optimizer {}: use sgd, adam, adamw, adagrad, rmsprop or adadelta", name));
     }
     for (const auto& [key, value] : settings) {
       if (!made->hyper().count(key)) {
         std::vector<std::string> known;
         for (const auto& [k, v] : made->hyper()) known.push_back(k);
-        throw UserError(fmt::format("{} has no setting {}; its settings are {}", name, key, fmt::join(known, ", ")));
+        throw SettingError(key, fmt::format("{} has no such setting; its settings are {}", name, fmt::join(known, ", ")));
       }
       made->set_hyper(key, value);
     }

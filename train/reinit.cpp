@@ -9,6 +9,7 @@
 
 #include "passes/diagnostics.h"
 #include "passes/hfta/hfta.h"
+#include "train/setting_error.h"
 
 namespace hfta::train {
 namespace {
@@ -58,12 +59,22 @@ torch::jit::Module reinitialized(const torch::jit::Module& model, uint64_t seed)
       if (m.attr("weight").isTensor()) m.attr("weight").toTensor().fill_(1);
       if (m.attr("bias").isTensor()) m.attr("bias").toTensor().zero_();
     } else if (has_own_parameters) {
-      throw UserError(fmt::format("cannot re-initialize {} ({}) the way PyTorch does: give B model files, "
-                                  "one per member, to hfta-fuse instead of --array-size",
-                                  named.name.empty() ? "the model" : named.name, type));
+      throw SettingError("array_size", fmt::format("cannot make fresh members: {} ({}) cannot be "
+                                                   "re-initialized the way PyTorch does. Fuse B model files, one "
+                                                   "per member, with hfta-fuse instead",
+                                                   named.name.empty() ? "the model" : named.name, type));
     }
   }
   return fresh;
+}
+
+torch::jit::Module freshArray(const torch::jit::Module& model, const std::vector<uint64_t>& seeds,
+                              const std::string& source) {
+  std::vector<Member> members;
+  for (uint64_t seed : seeds) members.push_back({reinitialized(model, seed), fmt::format("{} (seed {})", source, seed)});
+  FuseOptions options;
+  options.allow_single_member = true;
+  return fuse(members, options).module;
 }
 
 }  // namespace hfta::train

@@ -7,6 +7,8 @@
 #include <torch/script.h>
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 namespace hfta::train {
 
@@ -15,5 +17,11 @@ namespace hfta::train {
 // ones, zeros and fresh running statistics. Any other module with
 // parameters is a UserError (give B model files instead).
 torch::jit::Module reinitialized(const torch::jit::Module& model, uint64_t seed);
+
+// One fresh member of `model` per seed, fused into one module (an array of
+// one member too: a baseline trained as a sweep is). `source` names the
+// model in the fused module's record.
+torch::jit::Module freshArray(const torch::jit::Module& model, const std::vector<uint64_t>& seeds,
+                              const std::string& source);
 
 }  // namespace hfta::train

@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "passes/hfta/hfta.h"
+#include "train/setting_error.h"
 
 namespace hfta::train {
 
@@ -16,12 +17,12 @@ const std::vector<ScheduleSetting>& scheduleSettings() {
       {"step_size", "step: epochs between decays (default 10)"},
       {"gamma", "step, multistep (default 0.1), exponential (required): the decay factor"},
       {"milestones", "multistep: the epochs at which the rate decays (shared by all members)"},
-      {"t_max", "cosine: epochs of the half cycle (default: --epochs)"},
+      {"t_max", "cosine: epochs of the half cycle (default: epochs)"},
       {"eta_min", "cosine: the lowest rate (default 0)"},
       {"start_factor", "linear: the first epoch's fraction of the rate (default 1/3)"},
-      {"end_factor", "linear: the fraction reached at --total-iters (default 1)"},
+      {"end_factor", "linear: the fraction reached at total_iters (default 1)"},
       {"total_iters", "linear: epochs to go from start to end factor (default 5)"},
-      {"max_lr", "onecycle: the peak rate (default: --lr)"},
+      {"max_lr", "onecycle: the peak rate (default: lr)"},
       {"pct_start", "onecycle: the fraction of the steps spent warming up (default 0.3)"},
       {"div_factor", "onecycle: the first rate is max_lr / div_factor (default 25)"},
       {"final_div_factor", "onecycle: the last rate is that / final_div_factor (default 1e4)"},
@@ -32,11 +33,6 @@ const std::vector<ScheduleSetting>& scheduleSettings() {
       {"min_lr", "plateau: the lowest rate (default 0)"},
   };
   return settings;
-}
-
-std::string flagOf(std::string setting) {
-  std::replace(setting.begin(), setting.end(), '_', '-');
-  return "--" + setting;
 }
 
 namespace {
@@ -52,14 +48,18 @@ class Settings {
     used_.insert(name);
     const auto it = given_.find(name);
     if (it == given_.end()) return fallback;
-    if (name != "milestones") it->second.check(members_, flagOf(name));
+    const auto count = static_cast<int64_t>(it->second.values().size());
+    if (name != "milestones" && count != 1 && count != members_) {
+      throw SettingError(name, fmt::format("has {} values but the array has {} members (the {} schedule): give "
+                                           "one value for all members or one per member", count, members_, policy_));
+    }
     return it->second;
   }
   bool has(const std::string& name) const { return given_.count(name) != 0; }
   void finish() const {
     for (const auto& [name, value] : given_) {
       if (!used_.count(name)) {
-        throw UserError(fmt::format("{} is not a setting of the {} schedule", flagOf(name), policy_));
+        throw SettingError(name, fmt::format("is not a setting of the {} schedule", policy_));
       }
     }
   }
@@ -87,12 +87,12 @@ std::unique_ptr<Schedule> Schedule::make(const std::string& name, const std::map
       schedule->scheduler_ = std::make_unique<optim::StepLR>(optimizer, settings.get("step_size", 10.0),
                                                              settings.get("gamma", 0.1));
     } else if (name == "multistep") {
-      if (!settings.has("milestones")) throw UserError("the multistep schedule needs --milestones (e.g. 30,60)");
+      if (!settings.has("milestones")) throw SettingError("milestones", "the multistep schedule needs them (e.g. 30,60)");
       std::vector<int64_t> milestones;
       for (double m : settings.get("milestones", 0.0).values()) milestones.push_back(static_cast<int64_t>(m));
       schedule->scheduler_ = std::make_unique<optim::MultiStepLR>(optimizer, milestones, settings.get("gamma", 0.1));
     } else if (name == "exponential") {
-      if (!settings.has("gamma")) throw UserError("the exponential schedule needs --gamma");
+      if (!settings.has("gamma")) throw SettingError("gamma", "the exponential schedule needs it");
       schedule->scheduler_ = std::make_unique<optim::ExponentialLR>(optimizer, settings.get("gamma", 0.0));
     } else if (name == "cosine") {
       schedule->scheduler_ = std::make_unique<optim::CosineAnnealingLR>(
@@ -121,7 +121,7 @@ std::unique_ptr<Schedule> Schedule::make(const std::string& name, const std::map
       options.min_lr = settings.get("min_lr", options.min_lr);
       schedule->plateau_ = std::make_unique<optim::ReduceLROnPlateau>(optimizer, options);
     } else {
-      throw UserError(fmt::format(
+      throw SettingError("scheduler", fmt::format(
           "unknown schedule {}: use none, step, multistep, exponential, cosine, linear, onecycle or plateau", name));
     }
   } catch (const std::invalid_argument& e) {
@@ -156,7 +156,7 @@ void Schedule::load_state_dict(const c10::IValue& saved) {
   const auto state = saved.toGenericDict();
   const auto policy = state.at("policy").toStringRef();
   if (policy != name_) {
-    throw UserError(fmt::format("the checkpoint was saved with the {} schedule, not {}", policy, name_));
+    throw SettingError("scheduler", fmt::format("the checkpoint was saved with the {} schedule, not {}", policy, name_));
   }
   if (plateau_) {
     plateau_->load_state_dict(state.at("state"));

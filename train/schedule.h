@@ -21,7 +21,7 @@ class Schedule {
   // plateau. `settings`: the policy's settings by name (scheduleSettings()),
   // each one value or one per member; a setting the policy does not use is
   // an error. `epochs` and `batches_per_epoch` size cosine and onecycle.
-  // UserError on a bad name or setting; nullptr for "none".
+  // SettingError on a bad name or setting; nullptr for "none".
   static std::unique_ptr<Schedule> make(const std::string& name, const std::map<std::string, PerMember>& settings,
                                         optim::FusedOptimizer& optimizer, int64_t epochs, int64_t batches_per_epoch);
 
@@ -42,7 +42,5 @@ struct ScheduleSetting {
 };
 // Every setting some policy reads, for the command line's flags.
 const std::vector<ScheduleSetting>& scheduleSettings();
-// A setting's command-line flag: "step_size" -> "--step-size".
-std::string flagOf(std::string setting);
 
 }  // namespace hfta::train

@@ -6,7 +6,9 @@
 #include <chrono>
 #include <cmath>
 
+#include "passes/diagnostics.h"
 #include "passes/hfta/hfta.h"
+#include "train/setting_error.h"
 
 namespace hfta::train {
 
@@ -15,19 +17,21 @@ Trainer::Trainer(torch::jit::Module fused, optim::FusedOptimizer& optimizer, Tra
       optimizer_(optimizer),
       options_(std::move(options)),
       array_size_(hfta::arraySize(module_)),
-      shared_input_(module_.hasattr("hfta_shared_input") && module_.attr("hfta_shared_input").toBool()) {
+      shared_input_(hfta::sharedInput(module_)) {
   progress_.loss_sum.assign(array_size_, 0.0);
   progress_.diverged.assign(array_size_, false);
   if (optimizer_.array_size() != array_size_) {
     throw UserError(fmt::format("the optimizer has {} members, the fused module {}", optimizer_.array_size(), array_size_));
   }
   if (shared_input_ && !options_.same_batches) {
-    throw UserError("this module was fused with --shared-input: every member must see the same batches");
+    throw SettingError("own_streams", "this module was fused with a shared input (hfta-fuse --shared-input): "
+                                      "every member sees the same batches");
   }
   if (options_.loss != "cross_entropy" && options_.loss != "mse" && options_.loss != "bce_with_logits") {
-    throw UserError(fmt::format("unknown loss {}: use cross_entropy, mse or bce_with_logits", options_.loss));
+    throw SettingError("loss", fmt::format("unknown loss {}: use cross_entropy, mse or bce_with_logits", options_.loss));
   }
-  if (options_.batch_size < 1 || options_.epochs < 0) throw UserError("--batch-size must be >= 1 and --epochs >= 0");
+  if (options_.batch_size < 1) throw SettingError("batch_size", "must be >= 1");
+  if (options_.epochs < 0) throw SettingError("epochs", "must be >= 0");
 }
 
 at::Tensor Trainer::sameForAll(const at::Tensor& images) const {
@@ -54,6 +58,32 @@ at::Tensor Trainer::memberLosses(const at::Tensor& outputs, const at::Tensor& la
                      : at::binary_cross_entropy_with_logits(flat_out, target, {}, {}, at::Reduction::None).mean(1);
   }
   return per_sample.view({array_size_, -1}).mean(1);
+}
+
+at::Tensor Trainer::forward(const at::Tensor& input, const Dataset& data) {
+  c10::IValue output;
+  try {
+    output = module_.forward({input});
+  } catch (const std::exception& fused_error) {  // c10::Error, or torch::jit::JITException from TorchScript code
+    // Member 0 alone on its batch says what is wrong in the user's terms; if
+    // it runs, the fused module failed where the member did not: a bug of
+    // hfta's, not the user's.
+    const auto member_input = shared_input_ ? input : input[0];
+    try {
+      torch::NoGradGuard no_grad;
+      split(module_, 0).forward({member_input});
+    } catch (const std::exception& member_error) {
+      throw UserError(fmt::format("the model cannot run on the {} data (batches of [{}] {}): {}. Train a model "
+                                  "built for this data's shape", data.name, fmt::join(member_input.sizes(), ", "),
+                                  c10::toString(member_input.scalar_type()), errorSummary(member_error)));
+    }
+    throw;
+  }
+  if (!output.isTensor()) {
+    throw UserError(fmt::format("the model returns a {}, but training needs one tensor of outputs [B, N, classes]",
+                                output.type()->annotation_str()));
+  }
+  return output.toTensor();
 }
 
 void Trainer::restore(Progress progress) {
@@ -98,7 +128,7 @@ std::vector<MemberEpoch> Trainer::runEpoch(const Dataset& train, const Dataset& 
     }
     optimizer_.zero_grad();
     // Own streams are stacked [B, N, ...] already.
-    const auto outputs = module_.forward({options_.same_batches ? sameForAll(images) : images}).toTensor();
+    const auto outputs = forward(options_.same_batches ? sameForAll(images) : images, train);
     const auto losses = memberLosses(outputs, labels, train.classes);
     losses.sum().backward();
     const auto detached = losses.detach().to(at::kDouble);
@@ -139,7 +169,7 @@ std::pair<std::vector<double>, std::vector<double>> Trainer::evaluate(const Data
     const int64_t end = std::min(n, begin + options_.batch_size);
     const auto images = heldout.images.slice(0, begin, end);
     const auto labels = heldout.labels.slice(0, begin, end).unsqueeze(0).expand({array_size_, end - begin});
-    const auto outputs = module_.forward({sameForAll(images)}).toTensor();
+    const auto outputs = forward(sameForAll(images), heldout);
     loss_sum += memberLosses(outputs, labels, heldout.classes).to(at::kDouble) * (end - begin);
     correct += outputs.argmax(2).eq(labels).sum(1).to(at::kDouble);
   }

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "runtime/optim/optimizer.h"
-#include "train/schedule.h"
 #include "train/dataset.h"
+#include "train/schedule.h"
 
 namespace hfta::train {
 
@@ -27,6 +27,8 @@ struct TrainOptions {
   bool same_batches = true;
   // Or "mse" / "bce_with_logits", both on one-hot targets.
   std::string loss = "cross_entropy";
+  // The dtype of the module's floating-point tensors and of the images.
+  at::ScalarType dtype = at::kFloat;
 };
 
 // Where a run is: epochs done, and inside the next epoch the batches done
@@ -78,6 +80,9 @@ class Trainer {
   at::Tensor sameForAll(const at::Tensor& images) const;
   // Per-member losses [B] of outputs [B, N, K] against labels [B, N].
   at::Tensor memberLosses(const at::Tensor& outputs, const at::Tensor& labels, int64_t classes) const;
+  // The module's outputs for `input`; UserError if the model cannot run on
+  // the data (an input shape it was not built for).
+  at::Tensor forward(const at::Tensor& input, const Dataset& data);
 
   torch::jit::Module module_;
   optim::FusedOptimizer& optimizer_;

@@ -72,8 +72,12 @@ FusionResult fuse(const std::vector<Member>& members, const FuseOptions& options
 // current weights; it needs nothing from hfta to load or run.
 torch::jit::Module split(const torch::jit::Module& fused, int64_t index);
 
+// Whether `module` was made by hfta::fuse (or hfta-fuse).
+bool isFused(const torch::jit::Module& module);
 // Number of members of a fused module; UserError if it is not one.
 int64_t arraySize(const torch::jit::Module& fused);
+// Whether a fused module's forward takes one shared, unstacked input.
+bool sharedInput(const torch::jit::Module& fused);
 
 // Saves through a temporary file in the same folder and renames it, so a
 // failed save leaves no partial file. UserError if it cannot be written.

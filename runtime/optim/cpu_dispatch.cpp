@@ -1,6 +1,9 @@
 // Picks the CPU driver's build for this CPU, once.
 #include "runtime/optim/cpu_loop.h"
 
+#include <cstdlib>
+#include <string>
+
 #define HFTA_DECLARE_CPU_DRIVER(ISA)                                                                 \
   namespace hfta::optim::cpu::ISA {                                                                  \
   template <typename Rule>                                                                           \
@@ -16,9 +19,13 @@ HFTA_DECLARE_CPU_DRIVER(AVX2)
 namespace hfta::optim::cpu {
 namespace {
 
-bool hasAvx2() {
+bool useAvx2() {
 #if defined(__x86_64__)
-  static const bool kAvx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  static const bool kAvx2 = [] {
+    const char* asked = std::getenv("ATEN_CPU_CAPABILITY");
+    if (asked != nullptr && std::string(asked) == "default") return false;
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  }();
   return kAvx2;
 #else
   return false;
@@ -27,10 +34,12 @@ bool hasAvx2() {
 
 }  // namespace
 
+const char* capability() { return useAvx2() ? "AVX2" : "DEFAULT"; }
+
 template <typename Rule>
 void update(at::Tensor& param, const at::Tensor& grad, const std::array<at::Tensor*, rules::kMaxStates>& states,
             const std::vector<typename Rule::Scalars>& scalars, const std::vector<uint8_t>& frozen) {
-  if (hasAvx2()) {
+  if (useAvx2()) {
     AVX2::updateWith<Rule>(param, grad, states, scalars, frozen);
   } else {
     DEFAULT::updateWith<Rule>(param, grad, states, scalars, frozen);

@@ -3,7 +3,9 @@
 // stacked [B, ...] parameter, each member's range with that member's
 // scalars, ranges in parallel, SIMD vectors of elements at a time. Built
 // twice (cpu_kernels_default.cpp, cpu_kernels_avx2.cpp); the AVX2 build is
-// used where the CPU has AVX2 and FMA.
+// used where the CPU has AVX2 and FMA, unless the environment variable
+// ATEN_CPU_CAPABILITY=default (ATen's own switch, read once) asks for the
+// build that runs on any x86-64, as it does of ATen's kernels.
 #include <ATen/ATen.h>
 
 #include <array>
@@ -17,6 +19,9 @@ namespace hfta::optim::cpu {
 // member b's scalars[b], except the members marked in `frozen`; `states`
 // are the state tensors by slot (nullptr where the rule does not use the
 // slot for this parameter).
+// "AVX2" or "DEFAULT": the build update() runs.
+const char* capability();
+
 template <typename Rule>
 void update(at::Tensor& param, const at::Tensor& grad, const std::array<at::Tensor*, rules::kMaxStates>& states,
             const std::vector<typename Rule::Scalars>& scalars, const std::vector<uint8_t>& frozen);

@@ -75,6 +75,12 @@ void FusedOptimizer::set_hyper(const std::string& key, PerMember value) {
   hyper_ = std::move(candidate);
 }
 
+void FusedOptimizer::set_scheduled_hyper(const std::string& key, PerMember value) {
+  hyper(key);  // exists
+  value.check(array_size_, name_ + " " + key);
+  hyper_.at(key) = std::move(value);
+}
+
 std::vector<double> FusedOptimizer::values(const std::string& key) const {
   return hyper(key).expanded(array_size_);
 }
@@ -183,11 +189,7 @@ void FusedOptimizer::load_state_dict(const c10::IValue& value) {
 
 void FusedOptimizer::save(const std::string& path) const {
   const auto bytes = torch::pickle_save(state_dict());
-  writeAtomically(path, [&](const std::string& tmp) {
-    std::ofstream out(tmp, std::ios::binary);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (!out) throw std::runtime_error("the write failed");
-  });
+  writeAtomically(path, [&](std::ostream& out) { out.write(bytes.data(), static_cast<std::streamsize>(bytes.size())); });
 }
 
 void FusedOptimizer::load(const std::string& path) {

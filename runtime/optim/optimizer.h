@@ -44,6 +44,10 @@ class FusedOptimizer {
   bool frozen(int64_t member) const { return frozen_.at(member) != 0; }
   const PerMember& lr() const { return hyper("lr"); }
   void set_lr(PerMember lr) { set_hyper("lr", std::move(lr)); }
+  // A value a scheduler computed: as in torch.optim, not held to the range
+  // a user's value must be in (OneCycleLR's "linear" extrapolation one step
+  // past its cycle goes below zero). Only its count is checked.
+  void set_scheduled_hyper(const std::string& key, PerMember value);
 
   // {"optimizer", "array_size", "hyper": {key: [B values]}, "steps": [per
   // parameter], "state": [per parameter {key: tensor}], "frozen": [B]}.

@@ -26,7 +26,7 @@ void LRScheduler::step() {
   ++last_epoch_;
   last_lr_.resize(members());
   for (int64_t b = 0; b < members(); ++b) last_lr_[b] = lrAt(b, last_epoch_);
-  optimizer_.set_lr(last_lr_);
+  optimizer_.set_scheduled_hyper("lr", last_lr_);
   applyOthers(last_epoch_);
 }
 
@@ -143,9 +143,9 @@ double OneCycleLR::anneal(double start, double end, double pct) const {
 
 double OneCycleLR::phaseValue(int64_t b, int64_t step, double initial, double peak, double last) const {
   // The cycle has total_steps learning rates: epochs 0 .. total_steps - 1.
-  // (torch allows one step more, extrapolating past the end of the cycle,
-  // to a negative learning rate with anneal_strategy "linear".)
-  if (step >= options_.total_steps) {
+  // As torch, one step more is allowed: it extrapolates the last phase past
+  // the end of the cycle (to a negative rate with anneal_strategy "linear").
+  if (step > options_.total_steps) {
     throw std::out_of_range(fmt::format("OneCycleLR: step {} is past the cycle of total_steps = {}", step,
                                         options_.total_steps));
   }
@@ -167,7 +167,7 @@ void OneCycleLR::applyOthers(int64_t epoch) {
     momentum[b] = phaseValue(b, epoch, options_.max_momentum.at(b), options_.base_momentum.at(b),
                              options_.max_momentum.at(b));
   }
-  optimizer_.set_hyper(momentum_key_, momentum);
+  optimizer_.set_scheduled_hyper(momentum_key_, momentum);
 }
 
 ReduceLROnPlateau::ReduceLROnPlateau(FusedOptimizer& optimizer, PlateauOptions options)
@@ -224,7 +224,7 @@ void ReduceLROnPlateau::step(const std::vector<double>& metrics) {
       bad_epochs_[b] = 0;
     }
   }
-  optimizer_.set_lr(lr);
+  optimizer_.set_scheduled_hyper("lr", lr);
 }
 
 c10::IValue ReduceLROnPlateau::state_dict() const {

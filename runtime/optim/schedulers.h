@@ -119,8 +119,9 @@ struct OneCycleOptions {
 // The 1cycle policy (two phases): warm up from max_lr / div_factor to
 // max_lr, then anneal to max_lr / div_factor / final_div_factor; momentum
 // moves the other way between max_momentum and base_momentum. Its
-// total_steps learning rates are those of epochs 0 .. total_steps - 1; a
-// step past them throws std::out_of_range.
+// total_steps learning rates are those of epochs 0 .. total_steps - 1;
+// epoch total_steps extrapolates the last phase (as torch does), and a
+// step past it throws std::out_of_range.
 class OneCycleLR : public LRScheduler {
  public:
   OneCycleLR(FusedOptimizer& optimizer, OneCycleOptions options);

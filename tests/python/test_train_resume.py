@@ -8,6 +8,7 @@ python tests/python/test_train_resume.py --train BUILD/tools/hfta-train --fuse B
 """
 import argparse
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -22,12 +23,31 @@ import mlp  # noqa: E402
 import cnn  # noqa: E402,F401  (registers the digits CNN)
 
 EPOCHS = 6
+# The digits' 1438 training samples in batches of 16.
+BATCHES = 90
+DELAYS = (0.15, 0.05, 0.3)
 
 
 def metrics(path):
     """The metrics without the wall time."""
     with open(path) as f:
         return [",".join(line.strip().split(",")[:6] + line.strip().split(",")[7:]) for line in f]
+
+
+def interrupt(command, delay, checkpoint):
+    """Runs `command`, sends SIGINT `delay` seconds after epoch 2's line, and
+    returns where the checkpoint says the run stopped."""
+    run = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    for line in run.stdout:
+        if line.startswith("epoch   2"):
+            time.sleep(delay)
+            run.send_signal(signal.SIGINT)
+            break
+    run.stdout.read()
+    assert run.wait() == 130, f"an interrupted run exits with 130, got {run.returncode}"
+    assert os.path.isfile(os.path.join(checkpoint, "state.pt")), "no checkpoint after the interrupt"
+    state = torch.load(os.path.join(checkpoint, "state.pt"), weights_only=False)  # (our own file)
+    return {"epochs_done": state["epochs_done"], "batches_done": state["batches_done"]}
 
 
 def main():
@@ -47,16 +67,16 @@ def main():
         whole, cut = os.path.join(tmp, "whole"), os.path.join(tmp, "cut")
         subprocess.run(common + [whole, "--top", "3", "--out", whole], check=True, stdout=subprocess.DEVNULL)
 
-        run = subprocess.Popen(common + [cut, "--top", "3", "--out", cut], stdout=subprocess.PIPE, text=True)
-        for line in run.stdout:  # stop in the middle of epoch 3
-            if line.startswith("epoch   2"):
-                time.sleep(0.15)
-                run.send_signal(signal.SIGINT)
-                break
-        run.stdout.read()
-        assert run.wait() == 130, f"an interrupted run exits with 130, got {run.returncode}"
         checkpoint = os.path.join(cut, "checkpoint")
-        assert os.path.isfile(os.path.join(checkpoint, "state.pt")), "no checkpoint after the interrupt"
+        position = None
+        for delay in DELAYS:  # a later delay only if a stop fell on the epoch's boundary
+            shutil.rmtree(cut, ignore_errors=True)
+            position = interrupt(common + [cut, "--top", "3", "--out", cut], delay, checkpoint)
+            if position["epochs_done"] == 2 and 0 < position["batches_done"] < BATCHES:
+                break
+        assert position["epochs_done"] == 2 and 0 < position["batches_done"] < BATCHES, \
+            f"no interrupt fell inside epoch 3 (of {BATCHES} batches): {position}"
+        print(f"interrupted after epoch {position['epochs_done']} and {position['batches_done']} batches of the next")
         out = subprocess.run(common + [cut, "--top", "3", "--out", cut, "--resume", checkpoint], check=True,
                              stdout=subprocess.PIPE, text=True).stdout
         assert "resumed from" in out, out

@@ -1,0 +1,58 @@
+// The comparator every equivalence test rests on must fail where it should:
+// a NaN or an infinity in the wrong place, a value just past the tolerance,
+// another shape.
+#include <gtest/gtest.h>
+
+#include <limits>
+
+#include "tests/test_support.h"
+
+namespace hfta::testing {
+namespace {
+
+const double kNaN = std::numeric_limits<double>::quiet_NaN();
+const double kInf = std::numeric_limits<double>::infinity();
+
+at::Tensor values(std::vector<double> v) { return at::tensor(v, at::kDouble); }
+
+TEST(AllClose, PassesWithinTheToleranceRelativeToOnePlusTheExpectedValue) {
+  EXPECT_TRUE(allClose(values({1.0, 100.0}), values({1.0 + 1.9e-5, 100.0 + 1e-3}), 1e-5));
+  EXPECT_FALSE(allClose(values({1.0, 100.0}), values({1.0 + 2.1e-5, 100.0}), 1e-5));
+  EXPECT_FALSE(allClose(values({1.0, 100.0}), values({1.0, 100.0 + 1.02e-3}), 1e-5));
+}
+
+TEST(AllClose, NaNMustMatchNaNInTheSamePlaces) {
+  EXPECT_TRUE(allClose(values({kNaN, 1.0}), values({kNaN, 1.0}), 1e-5));
+  EXPECT_FALSE(allClose(values({kNaN, 1.0}), values({1.0, kNaN}), 1e-5));  // NaN in both, elsewhere
+  EXPECT_FALSE(allClose(values({kNaN, 1.0}), values({0.0, 1.0}), 1e-5));
+  EXPECT_FALSE(allClose(values({0.0, 1.0}), values({kNaN, 1.0}), 1e-5));
+  // A NaN elsewhere does not excuse a finite value out of tolerance.
+  EXPECT_FALSE(allClose(values({kNaN, 1.0}), values({kNaN, 2.0}), 1e-5));
+}
+
+TEST(AllClose, InfinitiesMustMatchExactly) {
+  EXPECT_TRUE(allClose(values({kInf, -kInf, 3.0}), values({kInf, -kInf, 3.0}), 1e-5));
+  EXPECT_FALSE(allClose(values({1e30}), values({kInf}), 1e-5));  // finite against inf
+  EXPECT_FALSE(allClose(values({kInf}), values({1e30}), 1e-5));
+  EXPECT_FALSE(allClose(values({kInf}), values({-kInf}), 1e-5));
+  EXPECT_FALSE(allClose(values({kInf}), values({kNaN}), 1e-5));
+}
+
+TEST(AllClose, ShapesMustMatch) {
+  EXPECT_FALSE(allClose(values({1.0, 2.0}), values({1.0, 2.0}).view({2, 1}), 1e-5));
+  EXPECT_FALSE(allClose(values({1.0}), values({1.0, 1.0}), 1e-5));
+}
+
+TEST(AllClose, ComparesFloat32AgainstFloat64InDouble) {
+  EXPECT_TRUE(allClose(values({0.1}).to(at::kFloat), values({0.1}), 1e-7));
+  EXPECT_FALSE(allClose(values({0.1}).to(at::kFloat), values({0.1}), 1e-10));
+}
+
+TEST(Tolerances, Float64IsTighterThanFloat32) {
+  EXPECT_LE(tolerancesFor(at::kDouble).trained, 1e-10);
+  EXPECT_EQ(tolerancesFor(at::kFloat).forward, kForwardTolerance);
+  EXPECT_THROW(tolerancesFor(at::kHalf), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace hfta::testing

@@ -1,0 +1,30 @@
+#pragma once
+// A run's per-epoch, per-member metrics as files (metrics.csv and
+// metrics.json, written together or not at all) and the ranking of the
+// members at the end.
+#include <string>
+#include <vector>
+
+#include "train/trainer.h"
+
+namespace hfta::train {
+
+std::string metricsCsv(const std::vector<MemberEpoch>& rows);
+std::string metricsJson(const std::vector<MemberEpoch>& rows);
+
+// DIR/metrics.csv and DIR/metrics.json, both or neither (UserError naming
+// the file that could not be written; the old files then stay as they were).
+void writeMetrics(const std::string& dir, const std::vector<MemberEpoch>& rows);
+
+enum class RankBy { HeldOutAccuracy, HeldOutLoss };
+// "accuracy" or "loss"; SettingError("metric") otherwise.
+RankBy rankByName(const std::string& name);
+
+// The last epoch's rows of `members` members, best first (ties in accuracy
+// broken by the held-out loss); diverged members last.
+std::vector<MemberEpoch> rankMembers(const std::vector<MemberEpoch>& rows, int64_t members, RankBy by);
+
+// The ranking as a table: rank, member, lr, held-out accuracy and loss, status.
+std::string leaderboard(const std::vector<MemberEpoch>& ranked);
+
+}  // namespace hfta::train

@@ -1,0 +1,144 @@
+#include "train/run.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "passes/hfta/hfta.h"
+#include "runtime/atomic_file.h"
+#include "train/checkpoint.h"
+#include "train/optimizer_factory.h"
+#include "train/reinit.h"
+#include "train/setting_error.h"
+
+namespace hfta::train {
+namespace {
+
+// Parameter and buffer names with one member's shapes: what a checkpoint
+// of a run and the model given to resume it must agree on.
+std::map<std::string, std::vector<int64_t>> memberShapes(const torch::jit::Module& module) {
+  const bool fused = isFused(module);
+  std::map<std::string, std::vector<int64_t>> shapes;
+  auto add = [&](const std::string& name, const at::Tensor& t) {
+    auto sizes = t.sizes().vec();
+    if (fused && !sizes.empty()) sizes.erase(sizes.begin());
+    shapes[name] = sizes;
+  };
+  for (const auto& p : module.named_parameters()) add(p.name, p.value);
+  for (const auto& b : module.named_buffers()) add(b.name, b.value);
+  return shapes;
+}
+
+void checkSameModel(const std::string& model, const std::string& checkpoint, const torch::jit::Module& saved) {
+  const auto given = memberShapes(loadMembers({model})[0].module), expected = memberShapes(saved);
+  for (const auto& [name, shape] : expected) {
+    const auto it = given.find(name);
+    if (it == given.end() || it->second != shape) {
+      throw SettingError("resume", fmt::format(
+          "the checkpoint {} is of another model than {}: its `{}` is [{}], {}. Resume with the model it was "
+          "saved from", checkpoint, model, name, fmt::join(shape, ", "),
+          it == given.end() ? "which the model does not have" : fmt::format("the model's is [{}]",
+                                                                            fmt::join(it->second, ", "))));
+    }
+  }
+  if (given.size() != expected.size()) {
+    throw SettingError("resume", fmt::format("the checkpoint {} is of another model than {}: it has {} "
+                                             "parameters and buffers, the model {}. Resume with the model it "
+                                             "was saved from", checkpoint, model, expected.size(), given.size()));
+  }
+}
+
+// The fused array the config asks for, before training.
+torch::jit::Module arrayOf(const RunConfig& config) {
+  auto model = loadMembers({config.model})[0].module;
+  if (isFused(model)) {
+    if (config.array_size > 0 && config.array_size != arraySize(model)) {
+      throw SettingError("array_size", fmt::format("{} does not match the {} members of {}", config.array_size,
+                                                   arraySize(model), config.model));
+    }
+    return model;
+  }
+  if (config.array_size < 1) {
+    throw SettingError("array_size", fmt::format(
+        "{} is a plain model, not one made by hfta-fuse: give the number of fresh members to train (and their "
+        "seeds), or fuse B models first", config.model));
+  }
+  std::vector<uint64_t> seeds = config.seeds;
+  if (seeds.empty()) {
+    for (int64_t b = 0; b < config.array_size; ++b) seeds.push_back(static_cast<uint64_t>(b));
+  } else if (static_cast<int64_t>(seeds.size()) != config.array_size) {
+    throw SettingError("seeds", fmt::format("has {} values but the array has {} members", seeds.size(),
+                                            config.array_size));
+  }
+  return freshArray(model, seeds, config.model);
+}
+
+}  // namespace
+
+at::ScalarType dtypeByName(const std::string& name) {
+  if (name == "float32") return at::kFloat;
+  if (name == "float64") return at::kDouble;
+  throw SettingError("dtype", fmt::format("is float32 or float64, not {}", name));
+}
+
+Run::Run(const RunConfig& config) : config_(config) {
+  torch::jit::Module module;
+  std::string checkpoint;
+  if (!config.resume.empty()) {
+    checkpoint = resolveCheckpoint(config.resume, &resume_note_);
+    module = loadCheckpointModule(checkpoint);
+    if (!config.model.empty()) checkSameModel(config.model, checkpoint, module);
+  } else {
+    module = arrayOf(config);
+  }
+  module.to(config.options.dtype);
+  const int64_t members = hfta::arraySize(module);
+
+  auto all = loadDataset(config.dataset, config.data);
+  if (config.limit < 0) throw SettingError("limit", "must be >= 0");
+  if (config.limit > 0 && config.limit < all.size()) all = all.slice(0, config.limit);
+  all.images = all.images.to(config.options.dtype);
+  std::tie(train_, heldout_) = holdOut(all, config.holdout, config.options.seed);
+
+  std::vector<at::Tensor> params;
+  for (const auto& p : module.parameters()) params.push_back(p);
+  optimizer_ = makeOptimizer(config.optimizer, params, members, config.hyper);
+  const int64_t batches_per_epoch =
+      (train_.size() + config.options.batch_size - 1) / std::max<int64_t>(config.options.batch_size, 1);
+  schedule_ = Schedule::make(config.scheduler, config.schedule_settings, *optimizer_, config.options.epochs,
+                             batches_per_epoch);
+  trainer_ = std::make_unique<Trainer>(module, *optimizer_, config.options);
+  trainer_->setSchedule(schedule_.get());
+  if (!checkpoint.empty()) {
+    auto resumed = loadCheckpointState(checkpoint, *optimizer_, schedule_.get());
+    rows_ = std::move(resumed.rows);
+    trainer_->restore(std::move(resumed.progress));
+  }
+}
+
+std::vector<MemberEpoch> Run::nextEpoch(const Trainer::BetweenBatches& between) {
+  auto epoch = trainer_->runEpoch(train_, heldout_, between);
+  rows_.insert(rows_.end(), epoch.begin(), epoch.end());
+  return epoch;
+}
+
+void Run::saveCheckpoint(const std::string& dir) const {
+  train::saveCheckpoint(dir, trainer_->module(), *optimizer_, schedule_.get(), progress(), rows_);
+}
+
+std::vector<std::string> Run::exportMembers(const std::vector<int64_t>& members, const std::string& dir) const {
+  std::vector<std::string> paths;
+  try {
+    AtomicFiles files;
+    for (int64_t b : members) {
+      paths.push_back(fmt::format("{}/member_{}.pt", dir, b));
+      const auto member = split(trainer_->module(), b);
+      files.add(paths.back(), [&](std::ostream& out) { member.save(out); });
+    }
+    files.commit();
+  } catch (const FileWriteError& e) {
+    throw UserError(e.what());
+  }
+  return paths;
+}
+
+}  // namespace hfta::train
