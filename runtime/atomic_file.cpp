@@ -75,7 +75,11 @@ class SignalsHeld {
 
 // ---- Writing through a file descriptor, every error seen --------------
 // std::ofstream reports a failed final flush only to a caller who closes
-// it and looks again; this buffer keeps the first errno of any write.
+// it and looks again. This buffer keeps the first errno of any write and
+// then accepts and drops the rest, so that the writer always runs to its
+// end: LibTorch's archive writer, told of a failed write, throws again
+// from its destructor while unwinding, which ends the process. The caller
+// checks error() once the writer returns.
 class FileBuffer : public std::streambuf {
  public:
   explicit FileBuffer(int fd) : fd_(fd) { setp(buffer_.data(), buffer_.data() + buffer_.size()); }
@@ -83,7 +87,7 @@ class FileBuffer : public std::streambuf {
 
  protected:
   int_type overflow(int_type ch) override {
-    if (!drain()) return traits_type::eof();
+    drain();
     if (!traits_type::eq_int_type(ch, traits_type::eof())) {
       *pptr() = traits_type::to_char_type(ch);
       pbump(1);
@@ -93,17 +97,21 @@ class FileBuffer : public std::streambuf {
   std::streamsize xsputn(const char* data, std::streamsize size) override {
     if (size < static_cast<std::streamsize>(buffer_.size())) return std::streambuf::xsputn(data, size);
     // Large records (tensor data) go straight to the file.
-    return drain() && writeAll(data, static_cast<size_t>(size)) ? size : 0;
+    drain();
+    writeAll(data, static_cast<size_t>(size));
+    return size;
   }
-  int sync() override { return drain() ? 0 : -1; }
+  int sync() override {
+    drain();
+    return 0;
+  }
 
  private:
-  bool drain() {
-    const bool ok = writeAll(pbase(), static_cast<size_t>(pptr() - pbase()));
+  void drain() {
+    writeAll(pbase(), static_cast<size_t>(pptr() - pbase()));
     setp(buffer_.data(), buffer_.data() + buffer_.size());
-    return ok;
   }
-  bool writeAll(const char* data, size_t size) {
+  void writeAll(const char* data, size_t size) {
     while (error_ == 0 && size > 0) {
       const ssize_t written = ::write(fd_, data, size);
       if (written < 0) {
@@ -113,7 +121,6 @@ class FileBuffer : public std::streambuf {
       data += written;
       size -= static_cast<size_t>(written);
     }
-    return error_ == 0;
   }
 
   int fd_;
