@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 #include <torch/script.h>
 
-#include "passes/parallel_fusion.h"
+#include "passes/hfta/parallel.h"
 #include "tests/test_support.h"
 
 namespace hfta {

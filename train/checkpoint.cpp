@@ -16,7 +16,7 @@
 #include <fstream>
 #include <iterator>
 
-#include "passes/diagnostics.h"
+#include "passes/ir/diagnostics.h"
 #include "passes/hfta/hfta.h"
 #include "runtime/atomic_file.h"
 #include "train/setting_error.h"

@@ -10,7 +10,7 @@
 #include <iterator>
 #include <tuple>
 
-#include "passes/diagnostics.h"
+#include "passes/ir/diagnostics.h"
 #include "passes/hfta/hfta.h"
 #include "train/setting_error.h"
 

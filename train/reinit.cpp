@@ -7,7 +7,7 @@
 
 #include <cmath>
 
-#include "passes/diagnostics.h"
+#include "passes/ir/diagnostics.h"
 #include "passes/hfta/hfta.h"
 #include "train/setting_error.h"
 

@@ -6,7 +6,7 @@
 #include <chrono>
 #include <cmath>
 
-#include "passes/diagnostics.h"
+#include "passes/ir/diagnostics.h"
 #include "passes/hfta/hfta.h"
 #include "train/setting_error.h"
 

@@ -15,7 +15,7 @@
 #include <iostream>
 
 #include "passes/hfta/hfta.h"
-#include "passes/parallel_fusion.h"
+#include "passes/hfta/parallel.h"
 #include "examples/cpp/training_step.h"
 
 

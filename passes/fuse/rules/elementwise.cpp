@@ -1,0 +1,129 @@
+// Element-wise ops act on each element alone, so they act on each member
+// alone: the op runs once on the [B, ...] array, or on the channel-folded
+// value as it is (two folded operands too: they are laid out alike). Binary
+// ops on member-leading operands first line up
+// the operands' member dims (hfta::align), so that a member's [F] bias
+// broadcasts against its [N, F] activations as it did alone:
+//
+//   %z = aten::add(%x, %bias, %alpha)   ->  %a = hfta::align(%x, %bias)
+//        x: [N, F], bias: [F]                %c = hfta::align(%bias, %x)   # [B, 1, F]
+//                                            %z = aten::add(%a, %c, %alpha)
+#include "passes/fuse/rules/rules.h"
+
+namespace hfta {
+namespace {
+
+const c10::Symbol kAlign = c10::Symbol::fromQualString("hfta::align");
+
+bool bothFolded(const RuleContext& ctx) {
+  return ctx.kind(0) == ValueKind::Folded && ctx.kind(1) == ValueKind::Folded;
+}
+
+RuleResult fuseBinary(RuleContext& ctx) {
+  if (!ctx.uniformFrom(2)) return RuleResult::decline("a scalar argument differs per member");
+  if (bothFolded(ctx)) {
+    ctx.bindOutputsByType(ctx.insertCopy({}), ValueKind::Folded);
+    return RuleResult::fused();
+  }
+  auto* a = ctx.arrayOrBroadcast(0);
+  auto* b = ctx.arrayOrBroadcast(1);
+  auto* aligned_a = ctx.insert(kAlign, {a, b});
+  auto* aligned_b = ctx.insert(kAlign, {b, a});
+  ctx.bindOutputsByType(ctx.insertCopy({{0, aligned_a}, {1, aligned_b}}));
+  return RuleResult::fused();
+}
+
+// self.op_(other): self must already be per-member (it is written). A
+// folded self with a member-leading other is written through its Array
+// view, and stays folded.
+RuleResult fuseBinaryInPlace(RuleContext& ctx) {
+  if (!isPerMemberTensor(ctx.kind(0))) {
+    return RuleResult::decline("writes per-member values into a tensor all members share");
+  }
+  if (!ctx.uniformFrom(2)) return RuleResult::decline("a scalar argument differs per member");
+  if (bothFolded(ctx)) {
+    ctx.bindOutputsByType(ctx.insertCopy({}), ValueKind::Folded);
+    return RuleResult::fused();
+  }
+  auto* self = ctx.array(0);
+  auto* other = ctx.insert(kAlign, {ctx.arrayOrBroadcast(1), self});
+  auto* copy = ctx.insertCopy({{0, self}, {1, other}});
+  if (ctx.kind(0) == ValueKind::Folded) {
+    ctx.bindOutput(0, ctx.input(0).value, ValueKind::Folded);
+  } else {
+    ctx.bindOutputsByType(copy);
+  }
+  return RuleResult::fused();
+}
+
+}  // namespace
+
+RuleResult fusePerElement(RuleContext& ctx) {
+  if (!ctx.uniformFrom(1)) return RuleResult::decline("a scalar argument differs per member");
+  if (ctx.kind(0) == ValueKind::Folded) {
+    ctx.bindOutputsByType(ctx.insertCopy({}), ValueKind::Folded);
+  } else {
+    ctx.bindOutputsByType(ctx.insertCopy({{0, ctx.array(0)}}));
+  }
+  return RuleResult::fused();
+}
+
+RuleResult fusePerElementInPlace(RuleContext& ctx) {
+  if (!isPerMemberTensor(ctx.kind(0))) {
+    return RuleResult::decline("writes per-member values into a tensor all members share");
+  }
+  return fusePerElement(ctx);
+}
+
+std::vector<RuleEntry> elementwiseRules() {
+  constexpr const char* kFamily = "elementwise";
+  return {
+      // Activations.
+      {"aten::relu(Tensor self) -> Tensor", kFamily, fusePerElement},
+      {"aten::relu_(Tensor(a!) self) -> Tensor(a!)", kFamily, fusePerElementInPlace},
+      {"aten::gelu(Tensor self, *, str approximate=\"none\") -> Tensor", kFamily, fusePerElement},
+      {"aten::tanh(Tensor self) -> Tensor", kFamily, fusePerElement},
+      {"aten::tanh_(Tensor(a!) self) -> Tensor(a!)", kFamily, fusePerElementInPlace},
+      {"aten::sigmoid(Tensor self) -> Tensor", kFamily, fusePerElement},
+      {"aten::sigmoid_(Tensor(a!) self) -> Tensor(a!)", kFamily, fusePerElementInPlace},
+      {"aten::silu(Tensor self) -> Tensor", kFamily, fusePerElement},
+      {"aten::silu_(Tensor(a!) self) -> Tensor(a!)", kFamily, fusePerElementInPlace},
+      {"aten::leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor", kFamily, fusePerElement},
+      {"aten::leaky_relu_(Tensor(a!) self, Scalar negative_slope=0.01) -> Tensor(a!)", kFamily, fusePerElementInPlace},
+      {"aten::softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor", kFamily, fusePerElement},
+      {"aten::elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor", kFamily, fusePerElement},
+      {"aten::elu_(Tensor(a!) self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor(a!)", kFamily, fusePerElementInPlace},
+      {"aten::relu6(Tensor self) -> Tensor", kFamily, fusePerElement},
+      {"aten::relu6_(Tensor(a!) self) -> Tensor(a!)", kFamily, fusePerElementInPlace},
+      {"aten::hardswish(Tensor self) -> Tensor", kFamily, fusePerElement},
+      {"aten::hardswish_(Tensor(a!) self) -> Tensor(a!)", kFamily, fusePerElementInPlace},
+      {"aten::hardsigmoid(Tensor self) -> Tensor", kFamily, fusePerElement},
+      {"aten::hardsigmoid_(Tensor(a!) self) -> Tensor(a!)", kFamily, fusePerElementInPlace},
+      {"aten::hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor", kFamily, fusePerElement},
+      {"aten::hardtanh_(Tensor(a!) self, Scalar min_val=-1, Scalar max_val=1) -> Tensor(a!)", kFamily, fusePerElementInPlace},
+      // Casts.
+      {"aten::to.dtype(Tensor(a) self, ScalarType dtype, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None) -> Tensor(a)", kFamily, fusePerElement},
+      // Arithmetic with a scalar.
+      {"aten::add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor", kFamily, fusePerElement},
+      {"aten::sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor", kFamily, fusePerElement},
+      {"aten::rsub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor", kFamily, fusePerElement},
+      {"aten::mul.Scalar(Tensor self, Scalar other) -> Tensor", kFamily, fusePerElement},
+      {"aten::div.Scalar(Tensor self, Scalar other) -> Tensor", kFamily, fusePerElement},
+      {"aten::pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor", kFamily, fusePerElement},
+      {"aten::neg(Tensor self) -> Tensor", kFamily, fusePerElement},
+      {"aten::exp(Tensor self) -> Tensor", kFamily, fusePerElement},
+      {"aten::add_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)", kFamily, fusePerElementInPlace},
+      {"aten::mul_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)", kFamily, fusePerElementInPlace},
+      // Arithmetic between tensors.
+      {"aten::add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor", kFamily, fuseBinary},
+      {"aten::sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor", kFamily, fuseBinary},
+      {"aten::mul.Tensor(Tensor self, Tensor other) -> Tensor", kFamily, fuseBinary},
+      {"aten::div.Tensor(Tensor self, Tensor other) -> Tensor", kFamily, fuseBinary},
+      {"aten::add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)", kFamily, fuseBinaryInPlace},
+      {"aten::sub_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)", kFamily, fuseBinaryInPlace},
+      {"aten::mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)", kFamily, fuseBinaryInPlace},
+      {"aten::div_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)", kFamily, fuseBinaryInPlace},
+  };
+}
+
+}  // namespace hfta

@@ -1,0 +1,59 @@
+// Batch norm: one batch norm over the channel-folded input [N, B*C, *] whose
+// statistics are per (member, channel), i.e. each member's own. Weight,
+// bias and running statistics are stacked [B, C] and passed as [B*C] views,
+// so the in-place updates of the running statistics land in each member's
+// slice of the stacked buffers. momentum=None makes the momentum each
+// member's 1 / num_batches_tracked: a per-member list, which
+// hfta::batch_norm_momenta takes.
+//
+//   %y = aten::batch_norm(%x, %w, %b, %mean, %var, %training, %momentum, %eps, %cudnn)
+//     ->  %y = hfta::batch_norm(%x_folded, %w, %b, %mean, %var, %training, %momentum, %eps, %cudnn)
+#include "passes/fuse/rules/rules.h"
+
+namespace hfta {
+namespace {
+
+const c10::Symbol kBatchNorm = c10::Symbol::fromQualString("hfta::batch_norm");
+const c10::Symbol kBatchNormMomenta = c10::Symbol::fromQualString("hfta::batch_norm_momenta");
+const c10::Symbol kPrelu = c10::Symbol::fromQualString("hfta::prelu");
+
+RuleResult fuseBatchNorm(RuleContext& ctx) {
+  constexpr size_t kTraining = 5, kMomentum = 6, kEps = 7, kCudnn = 8;
+  for (size_t i : {kTraining, kEps, kCudnn}) {
+    if (ctx.kind(i) != ValueKind::Uniform) return RuleResult::decline("training or eps differs per member");
+  }
+  std::vector<torch::jit::NamedValue> args{ctx.folded(0)};
+  for (size_t i = 1; i <= 4; ++i) {  // weight, bias, running_mean, running_var
+    if (ctx.kind(i) == ValueKind::PerMember) return RuleResult::decline("a statistic is not a tensor");
+    const bool none = ctx.kind(i) == ValueKind::Uniform && ctx.input(i).value->mustBeNone();
+    if (!none && ctx.kind(i) != ValueKind::Array) {
+      return RuleResult::decline("an affine parameter or statistic is shared by all members");
+    }
+    args.emplace_back(ctx.input(i).value);
+  }
+  const bool one_momentum = ctx.kind(kMomentum) == ValueKind::Uniform;
+  args.emplace_back(ctx.uniform(kTraining));
+  args.emplace_back(one_momentum ? ctx.uniform(kMomentum) : ctx.fuser().toPerMember(ctx.input(kMomentum)));
+  args.emplace_back(ctx.uniform(kEps));
+  args.emplace_back(ctx.uniform(kCudnn));
+  ctx.bindOutput(0, ctx.insert(one_momentum ? kBatchNorm : kBatchNormMomenta, args), ValueKind::Folded);
+  return RuleResult::fused();
+}
+
+RuleResult fusePrelu(RuleContext& ctx) {
+  if (ctx.kind(1) != ValueKind::Array) return RuleResult::decline("the slope is shared by all members");
+  ctx.bindOutput(0, ctx.insert(kPrelu, {ctx.array(0), ctx.array(1)}), ValueKind::Array);
+  return RuleResult::fused();
+}
+
+}  // namespace
+
+std::vector<RuleEntry> normRules() {
+  return {
+      {"aten::batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor",
+       "norm", fuseBatchNorm},
+      {"aten::prelu(Tensor self, Tensor weight) -> Tensor", "norm", fusePrelu},
+  };
+}
+
+}  // namespace hfta

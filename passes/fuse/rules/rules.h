@@ -1,0 +1,33 @@
+#pragma once
+// The fusion rule table: one entry per operator schema (or, for prim nodes
+// without a schema, per node kind), grouped by op family, one file each.
+#include <vector>
+
+#include "passes/fuse/rule_context.h"
+
+namespace hfta {
+
+using RuleFn = RuleResult (*)(RuleContext&);
+
+struct RuleEntry {
+  const char* key;     // a full schema, or a prim node kind ("prim::If")
+  const char* family;  // for the report: "linear", "elementwise", ...
+  RuleFn fuse;
+};
+
+// The families (rules/<family>.cpp), as families.def lists them.
+#define HFTA_RULE_FAMILY(name) std::vector<RuleEntry> name##Rules();
+#include "passes/fuse/rules/families.def"
+#undef HFTA_RULE_FAMILY
+
+// Shared building blocks (rules/elementwise.cpp): input 0 is the per-member
+// tensor (a uniform one is broadcast to B members), every other input a
+// uniform scalar; the op runs once on the [B, ...] array. The in-place form
+// also requires input 0 to be per-member already.
+RuleResult fusePerElement(RuleContext& ctx);
+RuleResult fusePerElementInPlace(RuleContext& ctx);
+
+// The rule for `node`, matched by its full schema, or nullptr.
+const RuleEntry* findRule(const torch::jit::Node* node);
+
+}  // namespace hfta

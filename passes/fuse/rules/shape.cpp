@@ -1,0 +1,208 @@
+// Shape ops and metadata. In the member-leading layout a member dim d >= 0
+// is dim d + 1 of the array (negative dims count from the end and stay), and
+// a member shape s is [B] + s. In the channel-folded layout [N, B*C, *] a
+// member dim d >= 2 is dim d as it is, so ops on those dims alone (a max or
+// mean over points or pixels) keep the value folded. Metadata queries
+// answer with the member's logical shape, so code that branches on shapes
+// behaves as in one member:
+//
+//   %n = aten::size(%x, %c0)     ->  %n = aten::size(%x, %c1)
+//   %d = aten::dim(%x)           ->  %e = aten::dim(%x); %d = aten::sub(%e, %c1)
+//   %y = aten::view(%x, %shape)  ->  %s = aten::add(%cB, %shape); %y = aten::view(%x, %s)
+#include "passes/fuse/rules/rules.h"
+
+namespace hfta {
+namespace {
+
+// The array at input 0; the inputs at DimArgs are member dims; any other
+// input must be uniform.
+// True if every output of the node is a plain tensor (a list of folded
+// values is not a layout this pass has).
+bool tensorOutputs(const torch::jit::Node* node) {
+  for (const auto* out : node->outputs()) {
+    if (out->type()->kind() != c10::TypeKind::TensorType) return false;
+  }
+  return true;
+}
+
+// The op runs on the folded value as it is when its dims are past the
+// channel dim.
+bool keepFolded(RuleContext& ctx, const std::vector<size_t>& dims) {
+  if (!tensorOutputs(ctx.node()) || !ctx.foldedWithSpatialDims(0, dims)) return false;
+  ctx.bindOutputsByType(ctx.insertCopy({}), ValueKind::Folded);
+  return true;
+}
+
+template <size_t... DimArgs>
+RuleResult fuseWithDims(RuleContext& ctx) {
+  if (!ctx.uniformFrom(1)) return RuleResult::decline("an argument differs per member");
+  if (keepFolded(ctx, {DimArgs...})) return RuleResult::fused();
+  std::unordered_map<size_t, torch::jit::Value*> replaced{{0, ctx.array(0)}};
+  ((replaced[DimArgs] = ctx.stackedDim(DimArgs)), ...);
+  ctx.bindOutputsByType(ctx.insertCopy(replaced));
+  return RuleResult::fused();
+}
+
+// A reduction over member dims; over all dims (None) it would mix members.
+RuleResult fuseReduction(RuleContext& ctx) {
+  if (!ctx.uniformFrom(1)) return RuleResult::decline("an argument differs per member");
+  const auto dims = constantInts(ctx.input(1).value);
+  if (ctx.input(1).value->mustBeNone() || (dims && dims->empty())) {
+    return RuleResult::decline("a reduction over all dims would reduce across members");
+  }
+  if (keepFolded(ctx, {1})) return RuleResult::fused();
+  ctx.bindOutputsByType(ctx.insertCopy({{0, ctx.array(0)}, {1, ctx.stackedDims(1)}}));
+  return RuleResult::fused();
+}
+
+// flatten(x, start, end) with start >= 2 keeps a folded value folded (end
+// is then past the channel dim too, even when negative).
+RuleResult fuseFlatten(RuleContext& ctx) {
+  if (!ctx.uniformFrom(1)) return RuleResult::decline("an argument differs per member");
+  if (keepFolded(ctx, {1})) return RuleResult::fused();
+  ctx.bindOutputsByType(ctx.insertCopy({{0, ctx.array(0)}, {1, ctx.stackedDim(1)}, {2, ctx.stackedDim(2)}}));
+  return RuleResult::fused();
+}
+
+// The same list of member dims, each moved past the member dim.
+RuleResult fuseWithDimList(RuleContext& ctx) {
+  if (!ctx.uniformFrom(1)) return RuleResult::decline("an argument differs per member");
+  if (keepFolded(ctx, {1})) return RuleResult::fused();
+  ctx.bindOutputsByType(ctx.insertCopy({{0, ctx.array(0)}, {1, ctx.stackedDims(1)}}));
+  return RuleResult::fused();
+}
+
+// permute(x, dims) -> permute(x, [0] + stacked dims).
+RuleResult fusePermute(RuleContext& ctx) {
+  if (ctx.kind(1) != ValueKind::Uniform) return RuleResult::decline("the dims differ per member");
+  torch::jit::Value* dims = nullptr;
+  if (auto constant = constantInts(ctx.input(1).value)) {
+    std::vector<int64_t> stacked{0};
+    for (int64_t d : *constant) stacked.push_back(d >= 0 ? d + 1 : d);
+    dims = ctx.graph().insertConstant(stacked);
+  } else {
+    dims = ctx.insert(c10::aten::add, {ctx.graph().insertConstant(std::vector<int64_t>{0}), ctx.stackedDims(1)});
+  }
+  ctx.bindOutputsByType(ctx.insertCopy({{0, ctx.array(0)}, {1, dims}}));
+  return RuleResult::fused();
+}
+
+// view and reshape take [B] + shape. A folded value's member-leading view
+// is strided, so where a member's view would need a contiguous tensor the
+// fused graph reshapes (a view whenever one is possible, else a copy).
+RuleResult fuseWithShape(RuleContext& ctx) {
+  if (ctx.kind(1) != ValueKind::Uniform) return RuleResult::decline("the shape differs per member");
+  if (ctx.kind(0) == ValueKind::Folded) {
+    ctx.bindOutput(0, ctx.insert(c10::aten::reshape, {ctx.array(0), ctx.stackedShape(1)}),
+                   ValueKind::Array);
+    return RuleResult::fused();
+  }
+  ctx.bindOutputsByType(ctx.insertCopy({{0, ctx.array(0)}, {1, ctx.stackedShape(1)}}));
+  return RuleResult::fused();
+}
+
+// repeat with as many or more repeats than the member has dims.
+RuleResult fuseRepeat(RuleContext& ctx) {
+  if (ctx.kind(1) != ValueKind::Uniform) return RuleResult::decline("the repeats differ per member");
+  ctx.bindOutput(0, ctx.insert(c10::Symbol::fromQualString("hfta::repeat"), {ctx.array(0), ctx.uniform(1)}),
+                 ValueKind::Array);
+  return RuleResult::fused();
+}
+
+RuleResult fuseSizeOfDim(RuleContext& ctx) {
+  if (ctx.kind(1) != ValueKind::Uniform) return RuleResult::decline("the dim differs per member");
+  // A folded value has the member's rank, batch size and spatial sizes.
+  const auto dim = torch::jit::constant_as<int64_t>(ctx.input(1).value);
+  if (ctx.kind(0) == ValueKind::Folded && dim && (*dim == 0 || *dim >= 2)) {
+    ctx.bindOutput(0, ctx.insert(c10::aten::size, {ctx.input(0).value, *dim}), ValueKind::Uniform);
+    return RuleResult::fused();
+  }
+  ctx.bindOutput(0, ctx.insert(c10::aten::size, {ctx.array(0), ctx.stackedDim(1)}), ValueKind::Uniform);
+  return RuleResult::fused();
+}
+
+RuleResult fuseSizes(RuleContext& ctx) {
+  if (ctx.kind(0) == ValueKind::Folded) {
+    ctx.bindOutput(0, ctx.insert(c10::Symbol::fromQualString("hfta::folded_member_sizes"),
+                                 {ctx.input(0).value, ctx.arraySize()}),
+                   ValueKind::Uniform);
+    return RuleResult::fused();
+  }
+  auto* sizes = ctx.insert(c10::aten::size, {ctx.array(0)});
+  auto* none = ctx.graph().insertConstant(c10::IValue());
+  ctx.bindOutput(0, ctx.insert(c10::aten::slice, {sizes, 1, none, 1}), ValueKind::Uniform);
+  return RuleResult::fused();
+}
+
+RuleResult fuseDim(RuleContext& ctx) {
+  if (ctx.kind(0) == ValueKind::Folded) {
+    ctx.bindOutput(0, ctx.insert(c10::aten::dim, {ctx.input(0).value}), ValueKind::Uniform);
+    return RuleResult::fused();
+  }
+  auto* dim = ctx.insert(c10::aten::dim, {ctx.array(0)});
+  ctx.bindOutput(0, ctx.insert(c10::aten::sub, {dim, 1}), ValueKind::Uniform);
+  return RuleResult::fused();
+}
+
+RuleResult fuseLength(RuleContext& ctx) {
+  ctx.bindOutput(0, ctx.insert(c10::aten::size, {ctx.array(0), 1}), ValueKind::Uniform);
+  return RuleResult::fused();
+}
+
+RuleResult fuseNumel(RuleContext& ctx) {
+  auto* numel = ctx.insert(c10::Symbol::fromQualString("aten::numel"), {ctx.array(0)});
+  ctx.bindOutput(0, ctx.insert(c10::aten::floordiv, {numel, ctx.arraySize()}), ValueKind::Uniform);
+  return RuleResult::fused();
+}
+
+// dtype, device and friends are the same for the array as for each member.
+RuleResult fuseMemberInvariant(RuleContext& ctx) {
+  auto* copy = ctx.insertCopy({{0, ctx.array(0)}});
+  for (size_t i = 0; i < copy->outputs().size(); ++i) {
+    ctx.bindOutput(i, copy->output(i), ValueKind::Uniform);
+  }
+  return RuleResult::fused();
+}
+
+}  // namespace
+
+std::vector<RuleEntry> shapeRules() {
+  constexpr const char* kFamily = "shape";
+  return {
+      {"aten::flatten.using_ints(Tensor(a) self, int start_dim=0, int end_dim=-1) -> Tensor(a)", kFamily, fuseFlatten},
+      {"aten::unflatten.int(Tensor(a) self, int dim, SymInt[] sizes) -> Tensor(a)", kFamily, fuseWithDims<1>},
+      {"aten::unsqueeze(Tensor(a) self, int dim) -> Tensor(a)", kFamily, fuseWithDims<1>},
+      {"aten::squeeze(Tensor(a) self) -> Tensor(a)", kFamily, fuseWithDims<>},
+      {"aten::squeeze.dim(Tensor(a) self, int dim) -> Tensor(a)", kFamily, fuseWithDims<1>},
+      {"aten::squeeze.dims(Tensor(a) self, int[] dim) -> Tensor(a)", kFamily, fuseWithDimList},
+      {"aten::transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)", kFamily, fuseWithDims<1, 2>},
+      {"aten::permute(Tensor(a) self, int[] dims) -> Tensor(a)", kFamily, fusePermute},
+      {"aten::slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor(a)", kFamily, fuseWithDims<1>},
+      {"aten::chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]", kFamily, fuseWithDims<2>},
+      {"aten::split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]", kFamily, fuseWithDims<2>},
+      {"aten::split.sizes(Tensor(a -> *) self, SymInt[] split_size, int dim=0) -> Tensor(a)[]", kFamily, fuseWithDims<2>},
+      {"aten::split(Tensor(a -> *) self, int[] split_sizes, int dim=0) -> Tensor(a)[]", kFamily, fuseWithDims<2>},
+      {"aten::split_with_sizes(Tensor(a -> *) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]", kFamily, fuseWithDims<2>},
+      {"aten::unbind.int(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]", kFamily, fuseWithDims<1>},
+      {"aten::repeat(Tensor self, SymInt[] repeats) -> Tensor", kFamily, fuseRepeat},
+      {"aten::softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor", kFamily, fuseWithDims<1>},
+      {"aten::log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor", kFamily, fuseWithDims<1>},
+      {"aten::contiguous(Tensor(a) self, *, MemoryFormat memory_format=0) -> Tensor(a)", kFamily, fuseWithDims<>},
+      {"aten::sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor", kFamily, fuseReduction},
+      {"aten::mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor", kFamily, fuseReduction},
+      {"aten::amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor", kFamily, fuseReduction},
+      {"aten::max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)", kFamily, fuseWithDims<1>},
+      {"aten::view(Tensor(a) self, SymInt[] size) -> Tensor(a)", kFamily, fuseWithShape},
+      {"aten::reshape(Tensor(a) self, SymInt[] shape) -> Tensor(a)", kFamily, fuseWithShape},
+      {"aten::size.int(Tensor self, int dim) -> int", kFamily, fuseSizeOfDim},
+      {"aten::size(Tensor self) -> int[]", kFamily, fuseSizes},
+      {"aten::dim(Tensor self) -> int", kFamily, fuseDim},
+      {"aten::len.Tensor(Tensor t) -> int", kFamily, fuseLength},
+      {"aten::numel(Tensor self) -> int", kFamily, fuseNumel},
+      {"prim::dtype(Tensor a) -> int", kFamily, fuseMemberInvariant},
+      {"prim::device(Tensor a) -> Device", kFamily, fuseMemberInvariant},
+      {"aten::is_floating_point(Tensor self) -> bool", kFamily, fuseMemberInvariant},
+  };
+}
+
+}  // namespace hfta
