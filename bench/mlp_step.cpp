@@ -7,12 +7,11 @@
 //            [--rounds R] [--steps S] [--warmup W] [--threads T]
 // Each step: forward, the members' summed MSE losses, backward, SGD step
 // (hfta::optim::FusedSGD for the fused module, torch::optim::SGD per member).
-#include <torch/torch.h>
-#include <torch/script.h>
-
-#include <fmt/format.h>
-
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <torch/script.h>
+#include <torch/torch.h>
+
 #include <algorithm>
 #include <chrono>
 
@@ -92,8 +91,9 @@ int main(int argc, char** argv) {
     separate_us.push_back(time_steps(separate_step));
   }
   const double f = median(fused_us), s = median(separate_us);
-  fmt::print("B={} batch={} threads={}: fused {:.1f} us/step, separate {:.1f} us/step, "
-             "speed-up {:.2f}x (medians of {} alternating rounds of {} steps)\n",
-             array_size, batch, threads, f, s, s / f, rounds, steps_per_round);
+  fmt::print(
+      "B={} batch={} threads={}: fused {:.1f} us/step, separate {:.1f} us/step, "
+      "speed-up {:.2f}x (medians of {} alternating rounds of {} steps)\n",
+      array_size, batch, threads, f, s, s / f, rounds, steps_per_round);
   return 0;
 }

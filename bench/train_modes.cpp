@@ -15,19 +15,18 @@
 //       [--input-shape 3,32,32] [--rounds R] [--steps S] [--warmup W] [--threads T]
 //       [--device cpu|cuda] [--amp]
 #include <ATen/autocast_mode.h>
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
 #include <torch/csrc/jit/runtime/graph_executor.h>
 #include <torch/script.h>
 #include <torch/torch.h>
 
-#include <fmt/format.h>
-#include <fmt/ranges.h>
-
-#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <functional>
 #include <map>
-#include <nlohmann/json.hpp>
 
 #include "passes/hfta/hfta.h"
 #include "runtime/allocator.h"
@@ -138,8 +137,8 @@ int main(int argc, char** argv) {
       } else if (mode == "hfta") {
         hfta::FuseOptions fuse_options;
         fuse_options.allow_single_member = true;  // B = 1: the fused form of one member
-        fused = fused_path.empty() ? hfta::fuse(members, fuse_options).module
-                                   : hfta::loadMembers({fused_path})[0].module;
+        fused =
+            fused_path.empty() ? hfta::fuse(members, fuse_options).module : hfta::loadMembers({fused_path})[0].module;
         fused.to(device);
         hfta::optim::SGDOptions options;
         options.lr = kLr;

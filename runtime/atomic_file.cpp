@@ -1,8 +1,9 @@
 #include "runtime/atomic_file.h"
 
 #include <c10/util/Exception.h>
-#include <fcntl.h>
 #include <fmt/format.h>
+
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -152,8 +153,8 @@ std::pair<std::string, int> createTemporary(const std::string& path, const char*
     const int error = errno;
     forget(slot);
     if (error != EEXIST) {
-      throw FileWriteError(fmt::format("cannot write {}: {} (choose a folder you can write to)", path,
-                                       std::strerror(error)));
+      throw FileWriteError(
+          fmt::format("cannot write {}: {} (choose a folder you can write to)", path, std::strerror(error)));
     }
   }
 }
@@ -281,7 +282,8 @@ void writeAtomically(const std::string& path, const FileWriter& write) {
 }
 
 void writeFileAtomically(const std::string& path, const std::string& contents) {
-  writeAtomically(path, [&](std::ostream& out) { out.write(contents.data(), static_cast<std::streamsize>(contents.size())); });
+  writeAtomically(
+      path, [&](std::ostream& out) { out.write(contents.data(), static_cast<std::streamsize>(contents.size())); });
 }
 
 void syncParentFolder(const std::string& path) { syncFolder(folderOf(path)); }

@@ -3,9 +3,9 @@
 // become one grouped convolution (groups * B), B batch norms one batch norm
 // over B*C channels whose statistics are per (member, channel), i.e. each
 // member's own.
-#include "runtime/ops.h"
-
 #include <atomic>
+
+#include "runtime/ops.h"
 
 namespace hfta::ops {
 namespace {
@@ -35,14 +35,12 @@ bool convolvePerMember(const at::Tensor& input, int64_t in_channels_per_group, i
 // a shared input with groups == 1 runs as one dense convolution with
 // B*Cout output channels and is never copied.
 template <typename ConvFn>
-at::Tensor convolveMembers(const at::Tensor& input, const at::Tensor& weight,
-                           const std::optional<at::Tensor>& bias, int64_t groups, ConvFn conv,
-                           bool transposed = false) {
-  TORCH_CHECK(weight.dim() >= 4, "hfta::conv: weight must be [B, out, in/groups, k...], got ",
-              weight.sizes());
+at::Tensor convolveMembers(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
+                           int64_t groups, ConvFn conv, bool transposed = false) {
+  TORCH_CHECK(weight.dim() >= 4, "hfta::conv: weight must be [B, out, in/groups, k...], got ", weight.sizes());
   TORCH_CHECK(input.dim() == weight.dim() - 1,
-              "hfta::conv: fused convolutions need batched member inputs [N, C, ...]; got input ",
-              input.sizes(), " for weight ", weight.sizes());
+              "hfta::conv: fused convolutions need batched member inputs [N, C, ...]; got input ", input.sizes(),
+              " for weight ", weight.sizes());
   const int64_t members = weight.size(0);
   const int64_t in_channels = transposed ? weight.size(1) : weight.size(2) * groups;
   const auto w = weight.flatten(0, 1);
@@ -51,8 +49,8 @@ at::Tensor convolveMembers(const at::Tensor& input, const at::Tensor& weight,
     if (groups == 1 && !transposed) return conv(input, w, b, 1);
     return conv(fold_channels(input.unsqueeze(0), members), w, b, groups * members);
   }
-  TORCH_CHECK(input.size(1) == members * in_channels, "hfta::conv: input ", input.sizes(),
-              " has neither ", in_channels, " nor ", members, " x ", in_channels, " channels");
+  TORCH_CHECK(input.size(1) == members * in_channels, "hfta::conv: input ", input.sizes(), " has neither ", in_channels,
+              " nor ", members, " x ", in_channels, " channels");
   if (!transposed && convolvePerMember(input, weight.size(2), weight.size(1))) {
     // split and unbind, not narrow and select: their backward is one cat or
     // stack, where B narrows or selects would each zero-fill a whole-sized
@@ -75,71 +73,61 @@ at::Tensor convolveMembers(const at::Tensor& input, const at::Tensor& weight,
 int64_t perMemberConvThreshold() { return per_member_threshold.load(); }
 void setPerMemberConvThreshold(int64_t channel_product) { per_member_threshold = channel_product; }
 
-at::Tensor conv(const at::Tensor& input, const at::Tensor& weight,
-                const std::optional<at::Tensor>& bias, at::IntArrayRef stride,
-                at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups) {
+at::Tensor conv(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
+                at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups) {
   const std::vector<int64_t> output_padding(weight.dim() - 3, 0);
   return convolveMembers(input, weight, bias, groups,
-                         [&](const at::Tensor& x, const at::Tensor& w,
-                             const std::optional<at::Tensor>& b, int64_t g) {
+                         [&](const at::Tensor& x, const at::Tensor& w, const std::optional<at::Tensor>& b, int64_t g) {
                            return at::convolution(x, w, b, stride, padding, dilation,
                                                   /*transposed=*/false, output_padding, g);
                          });
 }
 
-at::Tensor conv_padding(const at::Tensor& input, const at::Tensor& weight,
-                        const std::optional<at::Tensor>& bias, at::IntArrayRef stride,
-                        c10::string_view padding, at::IntArrayRef dilation, int64_t groups) {
+at::Tensor conv_padding(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
+                        at::IntArrayRef stride, c10::string_view padding, at::IntArrayRef dilation, int64_t groups) {
   return convolveMembers(input, weight, bias, groups,
-                         [&](const at::Tensor& x, const at::Tensor& w,
-                             const std::optional<at::Tensor>& b, int64_t g) {
-                           return weight.dim() == 4
-                                      ? at::conv1d(x, w, b, stride, padding, dilation, g)
-                                      : at::conv2d(x, w, b, stride, padding, dilation, g);
+                         [&](const at::Tensor& x, const at::Tensor& w, const std::optional<at::Tensor>& b, int64_t g) {
+                           return weight.dim() == 4 ? at::conv1d(x, w, b, stride, padding, dilation, g)
+                                                    : at::conv2d(x, w, b, stride, padding, dilation, g);
                          });
 }
 
-at::Tensor conv_transpose(const at::Tensor& input, const at::Tensor& weight,
-                          const std::optional<at::Tensor>& bias, at::IntArrayRef stride,
-                          at::IntArrayRef padding, at::IntArrayRef output_padding, int64_t groups,
-                          at::IntArrayRef dilation) {
+at::Tensor conv_transpose(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
+                          at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef output_padding,
+                          int64_t groups, at::IntArrayRef dilation) {
   // weight [B, in, out/groups, k...] flattens to [B*in, out/groups, k...]:
   // group b*groups + j holds member b's group j, in and out channels alike.
   return convolveMembers(
       input, weight, bias, groups,
       [&](const at::Tensor& x, const at::Tensor& w, const std::optional<at::Tensor>& b, int64_t g) {
-        return at::convolution(x, w, b, stride, padding, dilation, /*transposed=*/true,
-                               output_padding, g);
+        return at::convolution(x, w, b, stride, padding, dilation, /*transposed=*/true, output_padding, g);
       },
       /*transposed=*/true);
 }
 
 at::Tensor batch_norm(const at::Tensor& input, const std::optional<at::Tensor>& weight,
-                      const std::optional<at::Tensor>& bias,
-                      const std::optional<at::Tensor>& running_mean,
-                      const std::optional<at::Tensor>& running_var, bool training,
-                      double momentum, double eps, bool cudnn_enabled) {
-  return at::batch_norm(input, flattened(weight), flattened(bias), flattened(running_mean),
-                        flattened(running_var), training, momentum, eps, cudnn_enabled);
+                      const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& running_mean,
+                      const std::optional<at::Tensor>& running_var, bool training, double momentum, double eps,
+                      bool cudnn_enabled) {
+  return at::batch_norm(input, flattened(weight), flattened(bias), flattened(running_mean), flattened(running_var),
+                        training, momentum, eps, cudnn_enabled);
 }
 
 at::Tensor batch_norm_momenta(const at::Tensor& input, const std::optional<at::Tensor>& weight,
-                              const std::optional<at::Tensor>& bias,
-                              const std::optional<at::Tensor>& running_mean,
-                              const std::optional<at::Tensor>& running_var, bool training,
-                              at::ArrayRef<double> momenta, double eps, bool cudnn_enabled) {
+                              const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& running_mean,
+                              const std::optional<at::Tensor>& running_var, bool training, at::ArrayRef<double> momenta,
+                              double eps, bool cudnn_enabled) {
   TORCH_CHECK(!momenta.empty(), "hfta::batch_norm_momenta: no momentum");
   const bool updates = training && running_mean.has_value() && running_mean->defined();
-  const bool all_equal = std::all_of(momenta.begin(), momenta.end(),
-                                     [&](double m) { return m == momenta[0]; });
+  const bool all_equal = std::all_of(momenta.begin(), momenta.end(), [&](double m) { return m == momenta[0]; });
   if (!updates || all_equal) {
     return hfta::ops::batch_norm(input, weight, bias, running_mean, running_var, training, momenta[0], eps,
-                      cudnn_enabled);
+                                 cudnn_enabled);
   }
   // Normalize with the batch statistics, then update each member's running
   // statistics with its own momentum, as at::batch_norm does with one.
-  auto output = at::batch_norm(input, flattened(weight), flattened(bias), std::nullopt,
-                               std::nullopt, /*training=*/true, 0.0, eps, cudnn_enabled);
+  auto output = at::batch_norm(input, flattened(weight), flattened(bias), std::nullopt, std::nullopt, /*training=*/true,
+                               0.0, eps, cudnn_enabled);
   at::NoGradGuard no_grad;
   std::vector<int64_t> reduced{0};
   for (int64_t d = 2; d < input.dim(); ++d) reduced.push_back(d);

@@ -10,17 +10,14 @@ int64_t memberDim(const at::Tensor& t) { return t.dim() - 1; }
 
 }  // namespace
 
-at::Tensor linear(const at::Tensor& input, const at::Tensor& weight,
-                  const std::optional<at::Tensor>& bias) {
-  TORCH_CHECK(weight.dim() == 3, "hfta::linear: weight must be [B, out, in], got ",
-              weight.sizes());
-  TORCH_CHECK(input.dim() >= 2, "hfta::linear: input must be [B, ..., in], got ",
-              input.sizes());
+at::Tensor linear(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias) {
+  TORCH_CHECK(weight.dim() == 3, "hfta::linear: weight must be [B, out, in], got ", weight.sizes());
+  TORCH_CHECK(input.dim() >= 2, "hfta::linear: input must be [B, ..., in], got ", input.sizes());
   const int64_t members = weight.size(0);
   const int64_t in_features = weight.size(2);
   const int64_t out_features = weight.size(1);
-  TORCH_CHECK(input.size(0) == members || input.size(0) == 1,
-              "hfta::linear: input has ", input.size(0), " members, weight ", members);
+  TORCH_CHECK(input.size(0) == members || input.size(0) == 1, "hfta::linear: input has ", input.size(0),
+              " members, weight ", members);
 
   // [B|1, *, in] -> [B|1, M, in], remembering * to restore it.
   std::vector<int64_t> out_sizes{members};
@@ -46,7 +43,7 @@ at::Tensor matmul(const at::Tensor& self, const at::Tensor& other) {
               "hfta::matmul: operands must be stacked tensors with at least one member dim");
   const bool self_vector = memberDim(self) == 1;
   const bool other_vector = memberDim(other) == 1;
-  auto a = self_vector ? self.unsqueeze(-2) : self;    // [B, 1, k]
+  auto a = self_vector ? self.unsqueeze(-2) : self;     // [B, 1, k]
   auto b = other_vector ? other.unsqueeze(-1) : other;  // [B, k, 1]
   auto y = at::matmul(align(a, b), align(b, a));
   if (other_vector) y = y.squeeze(-1);
@@ -54,19 +51,15 @@ at::Tensor matmul(const at::Tensor& self, const at::Tensor& other) {
   return y;
 }
 
-at::Tensor addmm(const at::Tensor& self, const at::Tensor& mat1,
-                 const at::Tensor& mat2, const at::Scalar& beta,
+at::Tensor addmm(const at::Tensor& self, const at::Tensor& mat1, const at::Tensor& mat2, const at::Scalar& beta,
                  const at::Scalar& alpha) {
-  TORCH_CHECK(mat1.dim() == 3 && mat2.dim() == 3,
-              "hfta::addmm: mat1 and mat2 must be stacked matrices [B, n, m]");
+  TORCH_CHECK(mat1.dim() == 3 && mat2.dim() == 3, "hfta::addmm: mat1 and mat2 must be stacked matrices [B, n, m]");
   const int64_t members = std::max(mat1.size(0), mat2.size(0));
-  return at::baddbmm(align(self, mat1), expand_members(mat1, members),
-                     expand_members(mat2, members), beta, alpha);
+  return at::baddbmm(align(self, mat1), expand_members(mat1, members), expand_members(mat2, members), beta, alpha);
 }
 
 at::Tensor t(const at::Tensor& self) {
-  TORCH_CHECK(memberDim(self) <= 2, "hfta::t: members have ", memberDim(self),
-              " dims; t() expects at most 2");
+  TORCH_CHECK(memberDim(self) <= 2, "hfta::t: members have ", memberDim(self), " dims; t() expects at most 2");
   return memberDim(self) < 2 ? self.alias() : self.transpose(1, 2);
 }
 

@@ -24,22 +24,20 @@ at::Tensor broadcast_to_members(const at::Tensor& self, int64_t array_size) {
 }
 
 at::Tensor fold_channels(const at::Tensor& array, int64_t array_size) {
-  TORCH_CHECK(array.dim() >= 3, "hfta::fold_channels: expected members [B, N, C, ...], got ",
-              array.sizes());
+  TORCH_CHECK(array.dim() >= 3, "hfta::fold_channels: expected members [B, N, C, ...], got ", array.sizes());
   return expand_members(array, array_size).transpose(0, 1).flatten(1, 2);
 }
 
 at::Tensor unfold_channels(const at::Tensor& folded, int64_t array_size) {
-  TORCH_CHECK(folded.dim() >= 2 && folded.size(1) % array_size == 0,
-              "hfta::unfold_channels: expected [N, ", array_size, " * C, ...], got ",
-              folded.sizes());
+  TORCH_CHECK(folded.dim() >= 2 && folded.size(1) % array_size == 0, "hfta::unfold_channels: expected [N, ", array_size,
+              " * C, ...], got ", folded.sizes());
   return folded.unflatten(1, {array_size, -1}).transpose(0, 1);
 }
 
 at::Tensor repeat(const at::Tensor& array, at::IntArrayRef repeats) {
   const int64_t member_dims = array.dim() - 1;
-  TORCH_CHECK(static_cast<int64_t>(repeats.size()) >= member_dims, "hfta::repeat: ",
-              repeats.size(), " repeats for members with ", member_dims, " dims");
+  TORCH_CHECK(static_cast<int64_t>(repeats.size()) >= member_dims, "hfta::repeat: ", repeats.size(),
+              " repeats for members with ", member_dims, " dims");
   // New leading member dims go after the member dim.
   auto shape = array.sizes().vec();
   shape.insert(shape.begin() + 1, repeats.size() - member_dims, 1);
@@ -62,8 +60,7 @@ std::vector<int64_t> stacked_dims(std::vector<int64_t> dims) {
   return dims;
 }
 
-std::optional<at::Tensor> member(const std::optional<at::Tensor>& self,
-                                 int64_t index) {
+std::optional<at::Tensor> member(const std::optional<at::Tensor>& self, int64_t index) {
   if (!self.has_value() || !self->defined()) return std::nullopt;
   return self->select(0, index);
 }
@@ -75,17 +72,15 @@ std::vector<at::Tensor> member_list(at::TensorList self, int64_t index) {
   return out;
 }
 
-std::vector<at::Tensor> stack_members_list(
-    const c10::List<c10::List<at::Tensor>>& members) {
+std::vector<at::Tensor> stack_members_list(const c10::List<c10::List<at::Tensor>>& members) {
   TORCH_CHECK(!members.empty(), "hfta::stack_members_list: no members");
   const size_t length = members.get(0).size();
   std::vector<at::Tensor> out;
   for (size_t i = 0; i < length; ++i) {
     std::vector<at::Tensor> slices;
     for (const c10::List<at::Tensor> m : members) {
-      TORCH_CHECK(m.size() == length,
-                  "hfta::stack_members_list: members returned lists of different lengths (",
-                  length, " and ", m.size(), ")");
+      TORCH_CHECK(m.size() == length, "hfta::stack_members_list: members returned lists of different lengths (", length,
+                  " and ", m.size(), ")");
       slices.push_back(m.get(i));
     }
     out.push_back(at::stack(slices));
@@ -93,8 +88,7 @@ std::vector<at::Tensor> stack_members_list(
   return out;
 }
 
-std::optional<at::Tensor> stack_members_optional(
-    const c10::List<std::optional<at::Tensor>>& members) {
+std::optional<at::Tensor> stack_members_optional(const c10::List<std::optional<at::Tensor>>& members) {
   std::vector<at::Tensor> slices;
   for (const std::optional<at::Tensor> m : members) {
     if (m.has_value()) slices.push_back(*m);
@@ -106,8 +100,8 @@ std::optional<at::Tensor> stack_members_optional(
 }
 
 bool stackable(const c10::List<std::optional<at::Tensor>>& tensors, int64_t array_size, bool distinct) {
-  TORCH_CHECK(array_size > 0 && tensors.size() % array_size == 0,
-              "hfta::stackable: ", tensors.size(), " tensors are not groups of ", array_size);
+  TORCH_CHECK(array_size > 0 && tensors.size() % array_size == 0, "hfta::stackable: ", tensors.size(),
+              " tensors are not groups of ", array_size);
   std::vector<at::Tensor> group;
   for (size_t first = 0; first < tensors.size(); first += array_size) {
     group.clear();

@@ -12,13 +12,11 @@ namespace hfta::ops {
 
 // y_b = x_b @ w_b^T + bias_b for every member b. input: [B|1, *, in],
 // weight: [B, out, in], bias: [B, out] or undefined.
-at::Tensor linear(const at::Tensor& input, const at::Tensor& weight,
-                  const std::optional<at::Tensor>& bias);
+at::Tensor linear(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias);
 // torch.matmul per member (1-D members included).
 at::Tensor matmul(const at::Tensor& self, const at::Tensor& other);
 // torch.addmm per member: beta * self_b + alpha * mat1_b @ mat2_b.
-at::Tensor addmm(const at::Tensor& self, const at::Tensor& mat1,
-                 const at::Tensor& mat2, const at::Scalar& beta,
+at::Tensor addmm(const at::Tensor& self, const at::Tensor& mat1, const at::Tensor& mat2, const at::Scalar& beta,
                  const at::Scalar& alpha);
 // Convolution per member: input channel-folded [N, B*C, *] or one input all
 // members share [N, C, *]; weight [B, out, in/groups, k...], bias [B, out].
@@ -26,38 +24,33 @@ at::Tensor addmm(const at::Tensor& self, const at::Tensor& mat1,
 // perMemberConvThreshold() on, B dense ones on the members' channel slices;
 // a shared input with groups == 1 runs as one dense convolution with B*out
 // channels. Returns [N, B*out, *].
-at::Tensor conv(const at::Tensor& input, const at::Tensor& weight,
-                const std::optional<at::Tensor>& bias, at::IntArrayRef stride,
-                at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups);
+at::Tensor conv(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
+                at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups);
 // The smallest (in / groups) x out at which hfta::conv runs B dense
 // convolutions instead of one grouped one on the CPU (conv_ops.cpp says
 // why); tests set 0 to run every convolution per member.
 int64_t perMemberConvThreshold();
 void setPerMemberConvThreshold(int64_t channel_product);
 // The same with padding "same" or "valid".
-at::Tensor conv_padding(const at::Tensor& input, const at::Tensor& weight,
-                        const std::optional<at::Tensor>& bias, at::IntArrayRef stride,
-                        c10::string_view padding, at::IntArrayRef dilation, int64_t groups);
+at::Tensor conv_padding(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
+                        at::IntArrayRef stride, c10::string_view padding, at::IntArrayRef dilation, int64_t groups);
 // Transposed convolution per member: weight [B, in, out/groups, k...].
-at::Tensor conv_transpose(const at::Tensor& input, const at::Tensor& weight,
-                          const std::optional<at::Tensor>& bias, at::IntArrayRef stride,
-                          at::IntArrayRef padding, at::IntArrayRef output_padding, int64_t groups,
-                          at::IntArrayRef dilation);
+at::Tensor conv_transpose(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
+                          at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef output_padding,
+                          int64_t groups, at::IntArrayRef dilation);
 // Batch norm per member: input channel-folded [N, B*C, *]; weight, bias and
 // the running statistics [B, C] (updated in place, each member its own
 // slice). Returns [N, B*C, *].
 at::Tensor batch_norm(const at::Tensor& input, const std::optional<at::Tensor>& weight,
-                      const std::optional<at::Tensor>& bias,
-                      const std::optional<at::Tensor>& running_mean,
-                      const std::optional<at::Tensor>& running_var, bool training,
-                      double momentum, double eps, bool cudnn_enabled);
+                      const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& running_mean,
+                      const std::optional<at::Tensor>& running_var, bool training, double momentum, double eps,
+                      bool cudnn_enabled);
 // The same with one momentum per member (momentum=None: each member's
 // cumulative-average factor 1 / num_batches_tracked).
 at::Tensor batch_norm_momenta(const at::Tensor& input, const std::optional<at::Tensor>& weight,
-                              const std::optional<at::Tensor>& bias,
-                              const std::optional<at::Tensor>& running_mean,
-                              const std::optional<at::Tensor>& running_var, bool training,
-                              at::ArrayRef<double> momenta, double eps, bool cudnn_enabled);
+                              const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& running_mean,
+                              const std::optional<at::Tensor>& running_var, bool training, at::ArrayRef<double> momenta,
+                              double eps, bool cudnn_enabled);
 // PReLU with each member's own slopes: weight [B, C] or [B, 1].
 at::Tensor prelu(const at::Tensor& self, const at::Tensor& weight);
 // Tensor.t() per member (a view).
@@ -84,13 +77,10 @@ int64_t stacked_dim(int64_t dim);
 std::vector<int64_t> stacked_dims(std::vector<int64_t> dims);
 
 // Used by the per-member fallback for values that are not plain tensors.
-std::optional<at::Tensor> member(const std::optional<at::Tensor>& self,
-                                 int64_t index);
+std::optional<at::Tensor> member(const std::optional<at::Tensor>& self, int64_t index);
 std::vector<at::Tensor> member_list(at::TensorList self, int64_t index);
-std::vector<at::Tensor> stack_members_list(
-    const c10::List<c10::List<at::Tensor>>& members);
-std::optional<at::Tensor> stack_members_optional(
-    const c10::List<std::optional<at::Tensor>>& members);
+std::vector<at::Tensor> stack_members_list(const c10::List<c10::List<at::Tensor>>& members);
+std::optional<at::Tensor> stack_members_optional(const c10::List<std::optional<at::Tensor>>& members);
 // Whether each group of `array_size` consecutive tensors can be stacked
 // into one: same sizes, dtype, device and layout, and, if `distinct`, no
 // two sharing memory (members that share a parameter must not be fused);

@@ -11,7 +11,7 @@ namespace hfta {
 
 class PerMember {
  public:
-  PerMember(double value) : values_{value} {}  // NOLINT: a scalar is the common case
+  PerMember(double value) : values_{value} {}                            // NOLINT: a scalar is the common case
   PerMember(std::vector<double> values) : values_(std::move(values)) {}  // NOLINT
 
   // Throws std::invalid_argument naming `what` unless there are 1 or B values.

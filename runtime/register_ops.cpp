@@ -8,11 +8,21 @@ TORCH_LIBRARY(hfta, m) {
   m.def("matmul(Tensor self, Tensor other) -> Tensor");
   m.def("addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor");
   m.def("t(Tensor(a) self) -> Tensor(a)");
-  m.def("conv(Tensor input, Tensor weight, Tensor? bias, int[] stride, int[] padding, int[] dilation, int groups) -> Tensor");
-  m.def("conv_padding(Tensor input, Tensor weight, Tensor? bias, int[] stride, str padding, int[] dilation, int groups) -> Tensor");
-  m.def("conv_transpose(Tensor input, Tensor weight, Tensor? bias, int[] stride, int[] padding, int[] output_padding, int groups, int[] dilation) -> Tensor");
-  m.def("batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!)? running_mean, Tensor(b!)? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor");
-  m.def("batch_norm_momenta(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!)? running_mean, Tensor(b!)? running_var, bool training, float[] momenta, float eps, bool cudnn_enabled) -> Tensor");
+  m.def(
+      "conv(Tensor input, Tensor weight, Tensor? bias, int[] stride, int[] padding, int[] dilation, int groups) -> "
+      "Tensor");
+  m.def(
+      "conv_padding(Tensor input, Tensor weight, Tensor? bias, int[] stride, str padding, int[] dilation, int groups) "
+      "-> Tensor");
+  m.def(
+      "conv_transpose(Tensor input, Tensor weight, Tensor? bias, int[] stride, int[] padding, int[] output_padding, "
+      "int groups, int[] dilation) -> Tensor");
+  m.def(
+      "batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!)? running_mean, Tensor(b!)? running_var, bool "
+      "training, float momentum, float eps, bool cudnn_enabled) -> Tensor");
+  m.def(
+      "batch_norm_momenta(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!)? running_mean, Tensor(b!)? "
+      "running_var, bool training, float[] momenta, float eps, bool cudnn_enabled) -> Tensor");
   m.def("fold_channels(Tensor array, int array_size) -> Tensor");
   m.def("unfold_channels(Tensor(a) folded, int array_size) -> Tensor(a)");
   m.def("repeat(Tensor array, int[] repeats) -> Tensor");

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what hfta needs and skips what is already there:
-#   Debian packages (compilers, fmt, CLI11, nlohmann-json, GoogleTest, FileCheck)
+#   Debian packages (compilers, fmt, CLI11, nlohmann-json, GoogleTest, FileCheck,
+#   clang-format)
 #   and a project-local virtual environment (.venv) with the pinned torch,
 #   from whose wheel LibTorch is taken, plus cmake, ninja, lit,
 #   scikit-learn (whose 8x8 digits become .data/digits.pt, hfta-train's
@@ -10,7 +11,7 @@ cd "$(dirname "$0")/.."
 
 readonly TORCH_VERSION=2.11.0
 readonly APT_PACKAGES=(g++ make git python3 python3-venv ninja-build libfmt-dev
-  libcli11-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev llvm-14-tools)
+  libcli11-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev llvm-14-tools clang-format)
 
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do

@@ -2,6 +2,8 @@
 // disk in the last flush) leaves the old file as it was and no temporary
 // file behind; a group of files is all-or-nothing; new files get the mode
 // the umask gives.
+#include "runtime/atomic_file.h"
+
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -13,8 +15,6 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-
-#include "runtime/atomic_file.h"
 
 namespace hfta {
 namespace {

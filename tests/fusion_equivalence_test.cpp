@@ -35,8 +35,7 @@ optim::SGDOptions sgdOptionsFrom(const Reference& ref) {
     auto t = ref.tensor(key).contiguous();
     return PerMember(std::vector<double>(t.data_ptr<double>(), t.data_ptr<double>() + t.numel()));
   };
-  return {values("lr"), values("momentum"), values("dampening"), values("weight_decay"),
-          values("nesterov")};
+  return {values("lr"), values("momentum"), values("dampening"), values("weight_decay"), values("nesterov")};
 }
 
 // Trains the fused module on the reference's batches with FusedSGD set up
@@ -93,8 +92,7 @@ TEST_P(FusionEquivalence, GradientsOfSummedLossMatchEachMembersOwn) {
   ASSERT_EQ(grads.size(), fused_.module.named_parameters().size());
   for (const auto& p : fused_.module.named_parameters()) {
     ASSERT_TRUE(p.value.grad().defined()) << p.name;
-    EXPECT_TRUE(allClose(p.value.grad(), grads.at(p.name), tolerance_.gradient))
-        << p.name;
+    EXPECT_TRUE(allClose(p.value.grad(), grads.at(p.name), tolerance_.gradient)) << p.name;
   }
 }
 
@@ -126,8 +124,7 @@ TEST_P(FusionEquivalence, SharedInputMatchesEachMemberOnTheSameBatch) {
   const auto out = firstOutput(shared.module.forward({x}));
   ASSERT_EQ(out.size(0), 3);
   for (int b = 0; b < 3; ++b) {
-    EXPECT_TRUE(allClose(out[b], firstOutput(members[b].module.forward({x})), tolerance_.forward))
-        << "member " << b;
+    EXPECT_TRUE(allClose(out[b], firstOutput(members[b].module.forward({x})), tolerance_.forward)) << "member " << b;
   }
 }
 
@@ -145,28 +142,26 @@ TEST_P(FusionEquivalence, StateDictNamesAreTheMembersWithStackedShapes) {
     ++seen;
   }
   EXPECT_EQ(seen, member.named_parameters().size());
-  EXPECT_EQ(fused_.module.attr("hfta_array_size").toInt(), 3);
+  EXPECT_EQ(arraySize(fused_.module), 3);
 }
 
 // Each family with two sets of member seeds (and data seeds).
 INSTANTIATE_TEST_SUITE_P(MlpFamilies, FusionEquivalence,
-                         ::testing::Values("mlp", "mlp_seed10", "wide", "wide_seed20", "fallback",
-                                           "lenet", "resblock", "resblock_seed30", "pointnet",
-                                           "generator", "zoo", "lenet_traced", "generator_traced"));
+                         ::testing::Values("mlp", "mlp_seed10", "wide", "wide_seed20", "fallback", "lenet", "resblock",
+                                           "resblock_seed30", "pointnet", "generator", "zoo", "lenet_traced",
+                                           "generator_traced"));
 
 // The published CNNs of examples/vision.py at small widths, 3 members.
 INSTANTIATE_TEST_SUITE_P(VisionNetworks, FusionEquivalence,
-                         ::testing::Values("resnet18", "mobilenet_v2", "pointnet_cls", "pointnet_seg",
-                                           "dcgan_g", "dcgan_d", "resnet18+per-member-conv",
-                                           "mobilenet_v2+per-member-conv", "pointnet_cls+per-member-conv",
-                                           "dcgan_d+per-member-conv"));
+                         ::testing::Values("resnet18", "mobilenet_v2", "pointnet_cls", "pointnet_seg", "dcgan_g",
+                                           "dcgan_d", "resnet18+per-member-conv", "mobilenet_v2+per-member-conv",
+                                           "pointnet_cls+per-member-conv", "dcgan_d+per-member-conv"));
 
 // (and the layer zoo of examples/cnn.py, every other conv/pool/shape form,
 // and traced members, whose convolutions are aten::_convolution)
 TEST(FusionReport, VisionNetworksFuseWithoutFallback) {
-  for (const std::string kind :
-       {"resnet18", "mobilenet_v2", "pointnet_cls", "pointnet_seg", "dcgan_g", "dcgan_d", "zoo",
-        "lenet_traced", "generator_traced"}) {
+  for (const std::string kind : {"resnet18", "mobilenet_v2", "pointnet_cls", "pointnet_seg", "dcgan_g", "dcgan_d",
+                                 "zoo", "lenet_traced", "generator_traced"}) {
     auto fused = fuse(loadMembers(testing::memberPaths(kind)));
     EXPECT_TRUE(fused.report.fallbacks.empty()) << kind << ":\n" << fused.report.text();
   }
@@ -251,10 +246,10 @@ TEST_P(Dropout, EachMemberDrawsItsOwnMaskAndEvalTurnsItOff) {
   EXPECT_FALSE(at::allclose(y[1], y[2]));
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    ElementAndChannel, Dropout,
-    ::testing::Values(std::make_pair(std::string("dropout"), std::vector<int64_t>{64, 4, 4}),
-                      std::make_pair(std::string("lenet_dropout"), std::vector<int64_t>{16, 1, 16, 16})));
+INSTANTIATE_TEST_SUITE_P(ElementAndChannel, Dropout,
+                         ::testing::Values(std::make_pair(std::string("dropout"), std::vector<int64_t>{64, 4, 4}),
+                                           std::make_pair(std::string("lenet_dropout"),
+                                                          std::vector<int64_t>{16, 1, 16, 16})));
 
 }  // namespace
 }  // namespace hfta

@@ -28,8 +28,8 @@ void expectContains(const std::string& message, const std::vector<std::string>& 
 
 TEST(Lockstep, DifferentTopologyNamesTheFirstDifferingNodeWithBothSourceLines) {
   const auto message = fuseError({"mismatch/base.pt", "mismatch/topology.pt"});
-  expectContains(message, {"model 1", "mismatch/topology.pt", "model 0", "the operations differ",
-                           "aten::gelu", "aten::tanh", "mlp.py:"});
+  expectContains(message, {"model 1", "mismatch/topology.pt", "model 0", "the operations differ", "aten::gelu",
+                           "aten::tanh", "mlp.py:"});
 }
 
 TEST(Lockstep, DifferentParameterShapesNameTheParameterAndBothShapes) {
@@ -54,16 +54,15 @@ TEST(Lockstep, DifferentTrainingModesSayHowToFixIt) {
 
 TEST(Lockstep, DifferentConstantsNameTheNodeAndBothValues) {
   const auto message = fuseError({"mismatch/wide_a.pt", "mismatch/wide_b.pt"});
-  expectContains(message, {"argument 1 is 0.1 in one and 0.3 in the other", "`aten::leaky_relu` at",
-                           "mlp.py:"});
+  expectContains(message, {"argument 1 is 0.1 in one and 0.3 in the other", "`aten::leaky_relu` at", "mlp.py:"});
 }
 
 // Convolution and batch-norm settings are constants in the members' code:
 // the message names the layer's line and both values.
 TEST(Lockstep, DifferentConvolutionStrideNamesTheLineAndBothValues) {
-  expectContains(fuseError({"mismatch/lenet.pt", "mismatch/lenet_stride.pt"}),
-                 {"argument 0 is 1 in one and 2 in the other (in the list passed as argument 3 of `aten::conv2d`)",
-                  "cnn.py:"});
+  expectContains(
+      fuseError({"mismatch/lenet.pt", "mismatch/lenet_stride.pt"}),
+      {"argument 0 is 1 in one and 2 in the other (in the list passed as argument 3 of `aten::conv2d`)", "cnn.py:"});
 }
 
 TEST(Lockstep, DifferentConvolutionPaddingNamesTheLayerAndBothValues) {

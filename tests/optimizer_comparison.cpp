@@ -66,51 +66,62 @@ std::vector<OptimizerCase> torchOptimCases() {
   {
     const std::vector<double> lr{0.1, 0.05, 0.01, 0.2}, momentum{0.0, 0.9, 0.5, 0.9}, dampening{0.0, 0.0, 0.3, 0.0},
         wd{0.0, 1e-2, 0.0, 1e-3}, nesterov{0, 1, 0, 0};
-    cases.push_back({"SGD", fusedWith<FusedSGD>(SGDOptions{lr, momentum, dampening, wd, nesterov}),
-                     [=](int64_t b, Params p) {
-                       return std::make_unique<torch::optim::SGD>(
-                           p, torch::optim::SGDOptions(lr[b]).momentum(momentum[b]).dampening(dampening[b])
-                                  .weight_decay(wd[b]).nesterov(nesterov[b] != 0));
-                     }});
+    cases.push_back(
+        {"SGD", fusedWith<FusedSGD>(SGDOptions{lr, momentum, dampening, wd, nesterov}), [=](int64_t b, Params p) {
+           return std::make_unique<torch::optim::SGD>(p, torch::optim::SGDOptions(lr[b])
+                                                             .momentum(momentum[b])
+                                                             .dampening(dampening[b])
+                                                             .weight_decay(wd[b])
+                                                             .nesterov(nesterov[b] != 0));
+         }});
   }
   const std::vector<double> lr{1e-3, 5e-3, 1e-2, 2e-3}, beta1{0.9, 0.8, 0.95, 0.5}, beta2{0.999, 0.99, 0.9, 0.995},
       eps{1e-8, 1e-6, 1e-8, 1e-7}, amsgrad{0, 1, 0, 1};
   {
     const std::vector<double> wd{0.0, 1e-2, 0.0, 1e-3};
-    cases.push_back({"Adam", fusedWith<FusedAdam>(AdamOptions{lr, beta1, beta2, eps, wd, amsgrad}),
-                     [=](int64_t b, Params p) {
-                       return std::make_unique<torch::optim::Adam>(
-                           p, torch::optim::AdamOptions(lr[b]).betas({beta1[b], beta2[b]}).eps(eps[b])
-                                  .weight_decay(wd[b]).amsgrad(amsgrad[b] != 0));
-                     }});
+    cases.push_back(
+        {"Adam", fusedWith<FusedAdam>(AdamOptions{lr, beta1, beta2, eps, wd, amsgrad}), [=](int64_t b, Params p) {
+           return std::make_unique<torch::optim::Adam>(p, torch::optim::AdamOptions(lr[b])
+                                                              .betas({beta1[b], beta2[b]})
+                                                              .eps(eps[b])
+                                                              .weight_decay(wd[b])
+                                                              .amsgrad(amsgrad[b] != 0));
+         }});
   }
   {
     const std::vector<double> wd{1e-2, 0.1, 0.0, 1e-3};
-    cases.push_back({"AdamW", fusedWith<FusedAdamW>(AdamOptions{lr, beta1, beta2, eps, wd, amsgrad}),
-                     [=](int64_t b, Params p) {
-                       return std::make_unique<torch::optim::AdamW>(
-                           p, torch::optim::AdamWOptions(lr[b]).betas({beta1[b], beta2[b]}).eps(eps[b])
-                                  .weight_decay(wd[b]).amsgrad(amsgrad[b] != 0));
-                     }});
+    cases.push_back(
+        {"AdamW", fusedWith<FusedAdamW>(AdamOptions{lr, beta1, beta2, eps, wd, amsgrad}), [=](int64_t b, Params p) {
+           return std::make_unique<torch::optim::AdamW>(p, torch::optim::AdamWOptions(lr[b])
+                                                               .betas({beta1[b], beta2[b]})
+                                                               .eps(eps[b])
+                                                               .weight_decay(wd[b])
+                                                               .amsgrad(amsgrad[b] != 0));
+         }});
   }
   {
     const std::vector<double> lr{0.1, 0.05, 0.01, 0.2}, lr_decay{0.0, 1e-2, 0.0, 1e-3}, wd{0.0, 1e-2, 0.0, 0.0},
         init{0.0, 0.1, 0.5, 0.0}, eps{1e-10, 1e-8, 1e-10, 1e-6};
-    cases.push_back({"Adagrad", fusedWith<FusedAdagrad>(AdagradOptions{lr, lr_decay, wd, init, eps}),
-                     [=](int64_t b, Params p) {
-                       return std::make_unique<torch::optim::Adagrad>(
-                           p, torch::optim::AdagradOptions(lr[b]).lr_decay(lr_decay[b]).weight_decay(wd[b])
-                                  .initial_accumulator_value(init[b]).eps(eps[b]));
-                     }});
+    cases.push_back(
+        {"Adagrad", fusedWith<FusedAdagrad>(AdagradOptions{lr, lr_decay, wd, init, eps}), [=](int64_t b, Params p) {
+           return std::make_unique<torch::optim::Adagrad>(p, torch::optim::AdagradOptions(lr[b])
+                                                                 .lr_decay(lr_decay[b])
+                                                                 .weight_decay(wd[b])
+                                                                 .initial_accumulator_value(init[b])
+                                                                 .eps(eps[b]));
+         }});
   }
   {
     const std::vector<double> lr{1e-2, 5e-3, 1e-3, 2e-2}, alpha{0.99, 0.9, 0.95, 0.8}, eps{1e-8, 1e-6, 1e-8, 1e-7},
         wd{0.0, 1e-2, 0.0, 0.0}, momentum{0.0, 0.9, 0.5, 0.0}, centered{0, 1, 1, 0};
     cases.push_back({"RMSprop", fusedWith<FusedRMSprop>(RMSpropOptions{lr, alpha, eps, wd, momentum, centered}),
                      [=](int64_t b, Params p) {
-                       return std::make_unique<torch::optim::RMSprop>(
-                           p, torch::optim::RMSpropOptions(lr[b]).alpha(alpha[b]).eps(eps[b]).weight_decay(wd[b])
-                                  .momentum(momentum[b]).centered(centered[b] != 0));
+                       return std::make_unique<torch::optim::RMSprop>(p, torch::optim::RMSpropOptions(lr[b])
+                                                                             .alpha(alpha[b])
+                                                                             .eps(eps[b])
+                                                                             .weight_decay(wd[b])
+                                                                             .momentum(momentum[b])
+                                                                             .centered(centered[b] != 0));
                      }});
   }
   return cases;

@@ -144,7 +144,8 @@ TEST(FusedOptimizer, BadSettingsNameTheMember) {
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("beta1 of member 2"), std::string::npos) << e.what();
   }
-  EXPECT_THROW(FusedSGD(p, kMembers, SGDOptions{0.1, 0.0, 0.0, 0.0, 1.0}), std::invalid_argument);  // nesterov w/o momentum
+  EXPECT_THROW(FusedSGD(p, kMembers, SGDOptions{0.1, 0.0, 0.0, 0.0, 1.0}),
+               std::invalid_argument);  // nesterov w/o momentum
 }
 
 TEST(FusedOptimizer, LoadingAnotherOptimizersStateIsAClearError) {

@@ -38,7 +38,10 @@ class Schedulers : public ::testing::Test {
 
   void expectTrace(const std::string& name, LRScheduler& scheduler, int epochs = 25) {
     const auto expected = ref_.tensors(name).at("lr");
-    EXPECT_TRUE(allClose(trace(sgd_, [&] { scheduler.step(); }, epochs), expected, 1e-12)) << name;
+    EXPECT_TRUE(allClose(trace(
+                             sgd_, [&] { scheduler.step(); }, epochs),
+                         expected, 1e-12))
+        << name;
   }
 };
 
@@ -107,10 +110,13 @@ TEST_F(Schedulers, ReduceLROnPlateauFollowsEachMembersOwnMetric) {
   const auto expected = ref_.tensors("plateau");
   const auto metrics = expected.at("metrics").contiguous();  // [epochs, B]
   int epoch = 0;
-  const auto lr = trace(sgd_, [&] {
-    const auto row = metrics[epoch++];
-    s.step(std::vector<double>(row.data_ptr<double>(), row.data_ptr<double>() + kMembers));
-  }, static_cast<int>(metrics.size(0)));
+  const auto lr = trace(
+      sgd_,
+      [&] {
+        const auto row = metrics[epoch++];
+        s.step(std::vector<double>(row.data_ptr<double>(), row.data_ptr<double>() + kMembers));
+      },
+      static_cast<int>(metrics.size(0)));
   EXPECT_TRUE(allClose(lr, expected.at("lr"), 1e-12));
   EXPECT_THROW(s.step({1.0}), std::invalid_argument);
 }
@@ -140,8 +146,10 @@ TEST(FusedAdadelta, FiftyStepsMatchTorchOptimAdadeltaPerMember) {
     const auto t = hyper.at(key).contiguous();
     return std::vector<double>(t.data_ptr<double>(), t.data_ptr<double>() + t.numel());
   };
-  std::vector<at::Tensor> params{init.at("p0").clone().requires_grad_(true), init.at("p1").clone().requires_grad_(true)};
-  FusedAdadelta adadelta(params, kMembers, AdadeltaOptions{values("lr"), values("rho"), values("eps"), values("weight_decay")});
+  std::vector<at::Tensor> params{init.at("p0").clone().requires_grad_(true),
+                                 init.at("p1").clone().requires_grad_(true)};
+  FusedAdadelta adadelta(params, kMembers,
+                         AdadeltaOptions{values("lr"), values("rho"), values("eps"), values("weight_decay")});
   for (int64_t step = 0; step < grads.at("p0").size(0); ++step) {
     params[0].mutable_grad() = grads.at("p0")[step].clone();
     params[1].mutable_grad() = grads.at("p1")[step].clone();

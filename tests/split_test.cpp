@@ -17,7 +17,7 @@ TEST(Split, EachMemberComesBackAsItWas) {
   const auto x = torch::randn({5, 16});
   for (int b = 0; b < 3; ++b) {
     auto member = split(fused.module, b);
-    EXPECT_FALSE(member.hasattr("hfta_array_size"));
+    EXPECT_FALSE(isFused(member));
     auto got = member.forward({x}).toTupleRef().elements();
     auto want = members[b].module.forward({x}).toTupleRef().elements();
     for (size_t i = 0; i < want.size(); ++i) {
@@ -47,8 +47,8 @@ TEST(Split, CarriesTheTrainedWeightsAndSurvivesSaveAndLoad) {
   for (const auto& p : member.named_parameters()) {
     EXPECT_TRUE(allClose(p.value, stacked.at(p.name)[2], 0)) << p.name;
   }
-  EXPECT_TRUE(allClose(member.forward({x[2]}).toTensor(), fused.module.forward({x}).toTensor()[2],
-                       testing::kForwardTolerance));
+  EXPECT_TRUE(
+      allClose(member.forward({x[2]}).toTensor(), fused.module.forward({x}).toTensor()[2], testing::kForwardTolerance));
 }
 
 TEST(Split, RejectsAnIndexOutOfRangeAndAModuleHftaDidNotMake) {

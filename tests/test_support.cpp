@@ -30,9 +30,7 @@ Reference::Reference(const std::string& name) {
   dict_ = torch::jit::pickle_load(bytes);
 }
 
-at::Tensor Reference::tensor(const std::string& key) const {
-  return dict_.toGenericDict().at(key).toTensor();
-}
+at::Tensor Reference::tensor(const std::string& key) const { return dict_.toGenericDict().at(key).toTensor(); }
 
 std::map<std::string, at::Tensor> Reference::tensors(const std::string& key) const {
   std::map<std::string, at::Tensor> out;
@@ -54,11 +52,9 @@ double trainedTolerance(at::ScalarType dtype, double sensitivity) {
   return std::max(tolerancesFor(dtype).trained, kTermsPerSum * unit_roundoff * sensitivity);
 }
 
-::testing::AssertionResult allClose(const at::Tensor& actual, const at::Tensor& expected,
-                                    double tolerance) {
+::testing::AssertionResult allClose(const at::Tensor& actual, const at::Tensor& expected, double tolerance) {
   if (actual.sizes() != expected.sizes()) {
-    return ::testing::AssertionFailure() << fmt::format("shape [{}] != expected [{}]",
-                                                        fmt::join(actual.sizes(), ", "),
+    return ::testing::AssertionFailure() << fmt::format("shape [{}] != expected [{}]", fmt::join(actual.sizes(), ", "),
                                                         fmt::join(expected.sizes(), ", "));
   }
   const auto a = actual.detach().to(at::kDouble).flatten();
@@ -67,25 +63,24 @@ double trainedTolerance(at::ScalarType dtype, double sensitivity) {
   const auto nan_differs = a.isnan().ne(e.isnan());
   if (nan_differs.any().item<bool>()) {
     const auto i = firstWhere(nan_differs);
-    return ::testing::AssertionFailure()
-           << fmt::format("element {} is {} but expected {} (NaN must match NaN)", i, a[i].item<double>(),
-                          e[i].item<double>());
+    return ::testing::AssertionFailure() << fmt::format("element {} is {} but expected {} (NaN must match NaN)", i,
+                                                        a[i].item<double>(), e[i].item<double>());
   }
   const auto inf_differs = (a.isinf() | e.isinf()) & a.ne(e);
   if (inf_differs.any().item<bool>()) {
     const auto i = firstWhere(inf_differs);
-    return ::testing::AssertionFailure()
-           << fmt::format("element {} is {} but expected {} (infinities must match exactly)", i, a[i].item<double>(),
-                          e[i].item<double>());
+    return ::testing::AssertionFailure() << fmt::format(
+               "element {} is {} but expected {} (infinities must match exactly)", i, a[i].item<double>(),
+               e[i].item<double>());
   }
   const auto finite = a.isfinite();
   const auto excess = ((a - e).abs() - tolerance * (1 + e.abs())).masked_fill(finite.logical_not(), -1);
   if (excess.numel() > 0 && excess.max().item<double>() > 0) {
     const auto i = excess.argmax().item<int64_t>();
-    return ::testing::AssertionFailure()
-           << fmt::format("max |actual - expected| = {} at element {} ({} vs {}) exceeds tolerance {} * (1 + |{}|)",
-                          (a - e).abs().masked_fill(finite.logical_not(), 0).max().item<double>(), i,
-                          a[i].item<double>(), e[i].item<double>(), tolerance, e[i].item<double>());
+    return ::testing::AssertionFailure() << fmt::format(
+               "max |actual - expected| = {} at element {} ({} vs {}) exceeds tolerance {} * (1 + |{}|)",
+               (a - e).abs().masked_fill(finite.logical_not(), 0).max().item<double>(), i, a[i].item<double>(),
+               e[i].item<double>(), tolerance, e[i].item<double>());
   }
   return ::testing::AssertionSuccess();
 }

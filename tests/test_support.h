@@ -56,7 +56,6 @@ class Reference {
 // gtest assertion: the same shape, NaN in the same places, the same
 // infinities in the same places, and |a - b| <= tol * (1 + |b|) everywhere
 // else.
-::testing::AssertionResult allClose(const at::Tensor& actual, const at::Tensor& expected,
-                                    double tolerance);
+::testing::AssertionResult allClose(const at::Tensor& actual, const at::Tensor& expected, double tolerance);
 
 }  // namespace hfta::testing

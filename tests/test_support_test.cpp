@@ -1,11 +1,11 @@
 // The comparator every equivalence test rests on must fail where it should:
 // a NaN or an infinity in the wrong place, a value just past the tolerance,
 // another shape.
+#include "tests/test_support.h"
+
 #include <gtest/gtest.h>
 
 #include <limits>
-
-#include "tests/test_support.h"
 
 namespace hfta::testing {
 namespace {

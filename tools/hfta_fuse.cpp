@@ -8,16 +8,16 @@
 #include "tools/tool_main.h"
 
 int main(int argc, char** argv) {
-  CLI::App app{"Fuse B TorchScript models of the same topology into one module that trains "
-               "them all at once.",
-               "hfta-fuse"};
+  CLI::App app{
+      "Fuse B TorchScript models of the same topology into one module that trains "
+      "them all at once.",
+      "hfta-fuse"};
   std::vector<std::string> inputs;
   std::string output, report_json;
   bool shared_input = false, report = false, print_graph = false;
   app.add_option("models", inputs, "the members: .pt files from torch.jit.save")->required();
   app.add_option("-o,--output", output, "where to write the fused module (.pt)")->required();
-  app.add_flag("--shared-input", shared_input,
-               "all members see one shared input (forward takes it unstacked)");
+  app.add_flag("--shared-input", shared_input, "all members see one shared input (forward takes it unstacked)");
   app.add_flag("--report", report, "print what was fused and what fell back, and why");
   app.add_option("--report-json", report_json, "write the fusion report as JSON to this file");
   app.add_flag("--print-graph", print_graph, "print the fused forward graph");
@@ -45,8 +45,8 @@ int main(int argc, char** argv) {
     }
     if (print_graph) std::cout << *fused.module.get_method("forward").graph();
     if (report) std::cout << fused.report.text();
-    fmt::print("hfta-fuse: fused {} models into {} ({} fused nodes, {} fallback nodes)\n",
-               inputs.size(), output, fused.report.fused.size(), fused.report.fallbacks.size());
+    fmt::print("hfta-fuse: fused {} models into {} ({} fused nodes, {} fallback nodes)\n", inputs.size(), output,
+               fused.report.fused.size(), fused.report.fallbacks.size());
     return 0;
   });
 }

@@ -3,9 +3,8 @@
 // --array-size B) or one TorchScript module (.pt), runs the named passes in
 // order, each on what the one before left (passes/opt/registry.h), and
 // prints the resulting IR; --report prints what the passes said.
-#include <torch/csrc/jit/ir/irparser.h>
-
 #include <fmt/format.h>
+#include <torch/csrc/jit/ir/irparser.h>
 
 #include <algorithm>
 #include <fstream>
@@ -45,7 +44,8 @@ int main(int argc, char** argv) {
   hfta::PassState state;
   std::string pass_help = "a pass to run (repeatable, in order):";
   for (const auto& pass : hfta::registeredPasses()) pass_help += fmt::format("\n  {}: {}", pass.name, pass.summary);
-  app.add_option("files", files, "TorchScript IR text, one file per member (or one, with --array-size), or a module (.pt)")
+  app.add_option("files", files,
+                 "TorchScript IR text, one file per member (or one, with --array-size), or a module (.pt)")
       ->required();
   app.add_option("--pass", pass_names, pass_help)->required();
   app.add_option("--array-size,-B", array_size, "members, as copies of the single input file");

@@ -16,8 +16,7 @@ int main(int argc, char** argv) {
   auto* index_opt = app.add_option("--index", index, "the member to take out (0-based)");
   auto* all_opt = app.add_flag("--all", all, "take out every member into the folder given by -o");
   index_opt->excludes(all_opt);
-  app.add_option("-o,--output", output, "the .pt to write (with --index) or a folder (with --all)")
-      ->required();
+  app.add_option("-o,--output", output, "the .pt to write (with --index) or a folder (with --all)")->required();
 
   return hfta::tools::runTool(app, argc, argv, [&] {
     if (!all && index_opt->count() == 0) throw hfta::UserError("say which member to take out: --index B or --all");

@@ -95,11 +95,11 @@ int main(int argc, char** argv) {
   app.add_option("--dataset", config.dataset, "digits (the default, shipped), mnist, cifar10 or synthetic");
   app.add_option("--data", config.data, "the data set's file (digits) or folder (mnist, cifar10)");
   app.add_option("--optimizer", config.optimizer, "sgd, adam, adamw, adagrad, rmsprop or adadelta");
-  for (const char* key : {"lr", "momentum", "weight_decay", "beta1", "beta2", "eps", "dampening", "nesterov",
-                          "amsgrad", "alpha", "centered", "rho", "lr_decay"}) {
-    app.add_option_function<std::string>(hfta::tools::flagOf(key),
-                                         [&settings, key](const std::string& v) { settings[key] = v; },
-                                         fmt::format("{}: one value, or one per member (comma-separated)", key));
+  for (const char* key : {"lr", "momentum", "weight_decay", "beta1", "beta2", "eps", "dampening", "nesterov", "amsgrad",
+                          "alpha", "centered", "rho", "lr_decay"}) {
+    app.add_option_function<std::string>(
+        hfta::tools::flagOf(key), [&settings, key](const std::string& v) { settings[key] = v; },
+        fmt::format("{}: one value, or one per member (comma-separated)", key));
   }
   app.add_option("--scheduler", config.scheduler,
                  "none, step, multistep, exponential, cosine, linear (stepped every epoch), onecycle (every batch) "
@@ -116,8 +116,9 @@ int main(int argc, char** argv) {
   app.add_option("--limit", config.limit, "use only the data set's first N samples (0: all)");
   app.add_option("--holdout", config.holdout, "the fraction of the data held out for evaluation");
   app.add_option("--seed", options.seed, "shuffling and the held-out split");
-  app.add_flag("--own-streams", [&](int64_t) { options.same_batches = false; },
-               "each member sees its own shuffled batches (default: all see the same)");
+  app.add_flag(
+      "--own-streams", [&](int64_t) { options.same_batches = false; },
+      "each member sees its own shuffled batches (default: all see the same)");
   app.add_option("--loss", options.loss, "cross_entropy, mse or bce_with_logits (the last two on one-hot targets)");
   app.add_option("--dtype", dtype, "float32 (the default) or float64: the module's and the data's dtype");
   app.add_option("--out", out, "a folder for metrics.csv and metrics.json");
@@ -126,13 +127,15 @@ int main(int argc, char** argv) {
   app.add_option("--top", top, "how many members --export-best writes");
   app.add_option("--threads", threads, "intra-op threads (default: all cores)");
   app.add_option("--checkpoint", checkpoint, "the checkpoint folder (default: OUT/checkpoint)");
-  app.add_option("--checkpoint-every", checkpoint_every, "write a checkpoint every N epochs (0: only when interrupted)");
+  app.add_option("--checkpoint-every", checkpoint_every,
+                 "write a checkpoint every N epochs (0: only when interrupted)");
   app.add_option("--resume", config.resume, "go on from a checkpoint folder (of a run of the same model)");
   app.add_option("--array-size", config.array_size,
                  "with a plain model.pt (not fused): train this many fresh members of it, re-initialized from --seeds");
   app.add_option("--seeds", seeds, "the members' seeds, one per member (default 0, 1, ...)");
-  app.add_option("--config", "a JSON object of these flags (e.g. {\"lr\": [0.01, 0.03], \"epochs\": 5}); "
-                             "flags after it on the command line win");
+  app.add_option("--config",
+                 "a JSON object of these flags (e.g. {\"lr\": [0.01, 0.03], \"epochs\": 5}); "
+                 "flags after it on the command line win");
 
   std::vector<std::string> args;
   try {
@@ -172,8 +175,8 @@ int main(int argc, char** argv) {
       std::vector<std::string> described;
       for (const auto& [key, text] : settings) described.push_back(key + "=" + text);
       fmt::print("hfta-train: {} members of {} on {} ({} training, {} held out), {} {}\n", run.arraySize(),
-                 config.model, run.trainData().name, run.trainData().size(), run.heldOutData().size(),
-                 config.optimizer, fmt::join(described, " "));
+                 config.model, run.trainData().name, run.trainData().size(), run.heldOutData().size(), config.optimizer,
+                 fmt::join(described, " "));
       while (!run.finished()) {
         const int64_t epoch_in_flight = run.progress().epochs_done + 1;
         const auto epoch_rows = run.nextEpoch([&](int64_t done, int64_t total) {

@@ -1,14 +1,14 @@
 #include "tools/tool_main.h"
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <fstream>
 #include <map>
 #include <optional>
-#include <fstream>
-#include <nlohmann/json.hpp>
 
 #include "passes/hfta/hfta.h"
 #include "runtime/atomic_file.h"
@@ -21,8 +21,7 @@ int runTool(CLI::App& app, int argc, char** argv, const std::function<int()>& bo
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    fmt::print(stderr, "{}: error: {}. Run {} --help for usage.\n", app.get_name(), e.what(),
-               app.get_name());
+    fmt::print(stderr, "{}: error: {}. Run {} --help for usage.\n", app.get_name(), e.what(), app.get_name());
     return kExitUserError;
   }
   removeTemporaryFilesOnSignal();
@@ -63,15 +62,17 @@ void checkInputs(const std::vector<std::string>& inputs, const std::string& what
     const auto identity = fileIdentity(path);
     if (!identity) {
       if (path.find_first_of("*?[") != std::string::npos) {
-        throw UserError(fmt::format("{} {} ({}): no file matches this pattern (the shell passed it on as it was). "
-                                    "Check the folder and the pattern", what, i, path));
+        throw UserError(
+            fmt::format("{} {} ({}): no file matches this pattern (the shell passed it on as it was). "
+                        "Check the folder and the pattern",
+                        what, i, path));
       }
       throw UserError(fmt::format("{} {} ({}): no such file. Check the path", what, i, path));
     }
     const auto [first, fresh] = seen.emplace(*identity, i);
     if (!fresh) {
-      throw UserError(fmt::format("{} {} ({}) is the same file as {} {} ({}): give each file once", what, i, path,
-                                  what, first->second, inputs[first->second]));
+      throw UserError(fmt::format("{} {} ({}) is the same file as {} {} ({}): give each file once", what, i, path, what,
+                                  first->second, inputs[first->second]));
     }
   }
 }
@@ -81,8 +82,10 @@ void checkNotAnInput(const std::string& output, const std::vector<std::string>& 
   if (!out) return;
   for (const auto& input : inputs) {
     if (fileIdentity(input) == out) {
-      throw UserError(fmt::format("{} {} is an input of this command ({}): writing it would destroy what is read. "
-                                  "Choose another output", flag, output, input));
+      throw UserError(
+          fmt::format("{} {} is an input of this command ({}): writing it would destroy what is read. "
+                      "Choose another output",
+                      flag, output, input));
     }
   }
 }

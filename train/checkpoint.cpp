@@ -1,9 +1,8 @@
 #include "train/checkpoint.h"
 
 #include <ATen/CPUGeneratorImpl.h>
-#include <torch/serialize.h>
-
 #include <fmt/format.h>
+#include <torch/serialize.h>
 
 #include <dirent.h>
 #include <sys/stat.h>
@@ -16,8 +15,8 @@
 #include <fstream>
 #include <iterator>
 
-#include "passes/ir/diagnostics.h"
 #include "passes/hfta/hfta.h"
+#include "passes/ir/diagnostics.h"
 #include "runtime/atomic_file.h"
 #include "train/setting_error.h"
 
@@ -70,8 +69,7 @@ std::vector<MemberEpoch> rowsFromIValue(const c10::IValue& value) {
 }  // namespace
 
 void saveCheckpoint(const std::string& folder, const torch::jit::Module& module, const optim::FusedOptimizer& optimizer,
-                    const Schedule* schedule, const Progress& progress,
-                    const std::vector<MemberEpoch>& rows) {
+                    const Schedule* schedule, const Progress& progress, const std::vector<MemberEpoch>& rows) {
   c10::impl::GenericDict state(c10::StringType::get(), c10::AnyType::get());
   state.insert("optimizer", optimizer.state_dict());
   if (schedule != nullptr) state.insert("scheduler", schedule->state_dict());
@@ -94,9 +92,8 @@ void saveCheckpoint(const std::string& folder, const torch::jit::Module& module,
   try {
     AtomicFiles files;
     files.add(fresh + "/fused.pt", [&](std::ostream& out) { module.save(out); });
-    files.add(fresh + "/state.pt", [&](std::ostream& out) {
-      out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    });
+    files.add(fresh + "/state.pt",
+              [&](std::ostream& out) { out.write(bytes.data(), static_cast<std::streamsize>(bytes.size())); });
     files.commit();
   } catch (const FileWriteError& e) {
     removeFlatFolder(fresh);
@@ -130,15 +127,18 @@ std::string resolveCheckpoint(const std::string& folder, std::string* note) {
   const std::string old = dir + ".old";
   if (whole(old)) {
     if (note != nullptr) {
-      *note = fmt::format("{} is missing, but {} is whole (a checkpoint save was stopped between its renames): "
-                          "resuming from it", dir, old);
+      *note = fmt::format(
+          "{} is missing, but {} is whole (a checkpoint save was stopped between its renames): "
+          "resuming from it",
+          dir, old);
     }
     return old;
   }
   struct stat info {};
   if (::stat(dir.c_str(), &info) != 0) {
     throw SettingError("resume", fmt::format("{}: no such folder (a run writes its checkpoint every few epochs "
-                                             "when asked to, and when it is interrupted)", dir));
+                                             "when asked to, and when it is interrupted)",
+                                             dir));
   }
   throw SettingError("resume", fmt::format("{} is not a checkpoint folder: it has no fused.pt and state.pt", dir));
 }
@@ -167,7 +167,8 @@ Resumed loadCheckpointState(const std::string& dir, optim::FusedOptimizer& optim
       schedule->load_state_dict(state.at("scheduler"));
     } else if (state.contains("scheduler")) {
       throw SettingError("scheduler", fmt::format("the checkpoint {} was saved by a run with a schedule; give the "
-                                                  "same schedule to resume it", dir));
+                                                  "same schedule to resume it",
+                                                  dir));
     }
     Resumed resumed;
     resumed.progress.epochs_done = state.at("epochs_done").toInt();

@@ -18,8 +18,7 @@
 namespace hfta::train {
 
 void saveCheckpoint(const std::string& dir, const torch::jit::Module& module, const optim::FusedOptimizer& optimizer,
-                    const Schedule* schedule, const Progress& progress,
-                    const std::vector<MemberEpoch>& rows);
+                    const Schedule* schedule, const Progress& progress, const std::vector<MemberEpoch>& rows);
 
 struct Resumed {
   Progress progress;

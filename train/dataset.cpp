@@ -1,17 +1,16 @@
 #include "train/dataset.h"
 
+#include <fmt/format.h>
 #include <torch/data/datasets/mnist.h>
 #include <torch/serialize.h>
-
-#include <fmt/format.h>
 
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <tuple>
 
-#include "passes/ir/diagnostics.h"
 #include "passes/hfta/hfta.h"
+#include "passes/ir/diagnostics.h"
 #include "train/setting_error.h"
 
 namespace hfta::train {
@@ -22,8 +21,8 @@ namespace {
 void requireFile(const fs::path& path, const std::string& what) {
   std::error_code ec;
   if (!fs::is_regular_file(path, ec)) {
-    throw SettingError("data", fmt::format("{}: {} is missing. Give the folder that holds the data set's files",
-                                           what, path.string()));
+    throw SettingError(
+        "data", fmt::format("{}: {} is missing. Give the folder that holds the data set's files", what, path.string()));
   }
 }
 
@@ -54,8 +53,10 @@ Dataset loadDigits(const std::string& path) {
   try {
     value = torch::pickle_load(bytes);
   } catch (const c10::Error&) {
-    throw UserError(fmt::format("digits: {} is not a torch.save'd {{images, labels}} file "
-                                "(scripts/make_digits.py writes one)", path));
+    throw UserError(
+        fmt::format("digits: {} is not a torch.save'd {{images, labels}} file "
+                    "(scripts/make_digits.py writes one)",
+                    path));
   }
   if (!value.isGenericDict()) throw UserError(fmt::format("digits: {} holds no {{images, labels}} dict", path));
   const auto dict = value.toGenericDict();
@@ -74,8 +75,9 @@ Dataset loadMnist(const std::string& dir) {
   // LibTorch's reader checks the headers but not that the data is all
   // there (a short file reads as zeros): the sizes are checked here.
   constexpr int64_t kSamples = 60000, kPixels = 28 * 28;
-  for (const auto& [name, what, size] : {std::tuple{"train-images-idx3-ubyte", "training images", 16 + kSamples * kPixels},
-                                          std::tuple{"train-labels-idx1-ubyte", "training labels", 8 + kSamples}}) {
+  for (const auto& [name, what, size] :
+       {std::tuple{"train-images-idx3-ubyte", "training images", 16 + kSamples * kPixels},
+        std::tuple{"train-labels-idx1-ubyte", "training labels", 8 + kSamples}}) {
     const auto path = fs::path(dir) / name;
     requireFile(path, "mnist");
     std::error_code ec;
@@ -136,7 +138,8 @@ Dataset loadDataset(const std::string& kind, const std::string& path) {
 }
 
 std::pair<Dataset, Dataset> holdOut(const Dataset& data, double fraction, uint64_t seed) {
-  if (!(fraction > 0 && fraction < 1)) throw SettingError("holdout", fmt::format("must be in (0, 1), got {}", fraction));
+  if (!(fraction > 0 && fraction < 1))
+    throw SettingError("holdout", fmt::format("must be in (0, 1), got {}", fraction));
   auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
   const auto order = at::randperm(data.size(), gen);
   const int64_t held = std::max<int64_t>(1, static_cast<int64_t>(data.size() * fraction));

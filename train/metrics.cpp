@@ -1,9 +1,9 @@
 #include "train/metrics.h"
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <nlohmann/json.hpp>
 
 #include "runtime/atomic_file.h"
 #include "train/setting_error.h"
@@ -13,8 +13,8 @@ namespace hfta::train {
 std::string metricsCsv(const std::vector<MemberEpoch>& rows) {
   std::string out = "epoch,member,train_loss,heldout_loss,heldout_accuracy,lr,seconds,diverged\n";
   for (const auto& r : rows) {
-    out += fmt::format("{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.3f},{}\n", r.epoch, r.member, r.train_loss,
-                       r.heldout_loss, r.heldout_accuracy, r.lr, r.seconds, r.diverged ? 1 : 0);
+    out += fmt::format("{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.3f},{}\n", r.epoch, r.member, r.train_loss, r.heldout_loss,
+                       r.heldout_accuracy, r.lr, r.seconds, r.diverged ? 1 : 0);
   }
   return out;
 }
@@ -22,9 +22,14 @@ std::string metricsCsv(const std::vector<MemberEpoch>& rows) {
 std::string metricsJson(const std::vector<MemberEpoch>& rows) {
   auto out = nlohmann::json::array();
   for (const auto& r : rows) {
-    out.push_back({{"epoch", r.epoch}, {"member", r.member}, {"train_loss", r.train_loss},
-                   {"heldout_loss", r.heldout_loss}, {"heldout_accuracy", r.heldout_accuracy}, {"lr", r.lr},
-                   {"seconds", r.seconds}, {"diverged", r.diverged}});
+    out.push_back({{"epoch", r.epoch},
+                   {"member", r.member},
+                   {"train_loss", r.train_loss},
+                   {"heldout_loss", r.heldout_loss},
+                   {"heldout_accuracy", r.heldout_accuracy},
+                   {"lr", r.lr},
+                   {"seconds", r.seconds},
+                   {"diverged", r.diverged}});
   }
   return out.dump(2) + "\n";
 }
@@ -61,8 +66,8 @@ std::vector<MemberEpoch> rankMembers(const std::vector<MemberEpoch>& rows, int64
 }
 
 std::string leaderboard(const std::vector<MemberEpoch>& ranked) {
-  std::string out = fmt::format("{:>4}  {:>6}  {:>10}  {:>12}  {:>12}  {}\n", "rank", "member", "lr",
-                                "held-out acc", "held-out loss", "status");
+  std::string out = fmt::format("{:>4}  {:>6}  {:>10}  {:>12}  {:>12}  {}\n", "rank", "member", "lr", "held-out acc",
+                                "held-out loss", "status");
   for (size_t i = 0; i < ranked.size(); ++i) {
     const auto& r = ranked[i];
     out += fmt::format("{:>4}  {:>6}  {:>10.4g}  {:>11.2f}%  {:>12.4f}  {}\n", i + 1, r.member, r.lr,

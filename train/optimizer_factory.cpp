@@ -36,7 +36,8 @@ std::unique_ptr<optim::FusedOptimizer> makeOptimizer(const std::string& name, st
       if (!made->hyper().count(key)) {
         std::vector<std::string> known;
         for (const auto& [k, v] : made->hyper()) known.push_back(k);
-        throw SettingError(key, fmt::format("{} has no such setting; its settings are {}", name, fmt::join(known, ", ")));
+        throw SettingError(key,
+                           fmt::format("{} has no such setting; its settings are {}", name, fmt::join(known, ", ")));
       }
       made->set_hyper(key, value);
     }

@@ -1,14 +1,13 @@
 #include "train/reinit.h"
 
+#include <fmt/format.h>
 #include <torch/nn/init.h>
 #include <torch/torch.h>
 
-#include <fmt/format.h>
-
 #include <cmath>
 
-#include "passes/ir/diagnostics.h"
 #include "passes/hfta/hfta.h"
+#include "passes/ir/diagnostics.h"
 #include "train/setting_error.h"
 
 namespace hfta::train {
@@ -71,7 +70,8 @@ torch::jit::Module reinitialized(const torch::jit::Module& model, uint64_t seed)
 torch::jit::Module freshArray(const torch::jit::Module& model, const std::vector<uint64_t>& seeds,
                               const std::string& source) {
   std::vector<Member> members;
-  for (uint64_t seed : seeds) members.push_back({reinitialized(model, seed), fmt::format("{} (seed {})", source, seed)});
+  for (uint64_t seed : seeds)
+    members.push_back({reinitialized(model, seed), fmt::format("{} (seed {})", source, seed)});
   FuseOptions options;
   options.allow_single_member = true;
   return fuse(members, options).module;

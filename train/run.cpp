@@ -33,17 +33,21 @@ void checkSameModel(const std::string& model, const std::string& checkpoint, con
   for (const auto& [name, shape] : expected) {
     const auto it = given.find(name);
     if (it == given.end() || it->second != shape) {
-      throw SettingError("resume", fmt::format(
-          "the checkpoint {} is of another model than {}: its `{}` is [{}], {}. Resume with the model it was "
-          "saved from", checkpoint, model, name, fmt::join(shape, ", "),
-          it == given.end() ? "which the model does not have" : fmt::format("the model's is [{}]",
-                                                                            fmt::join(it->second, ", "))));
+      throw SettingError(
+          "resume",
+          fmt::format(
+              "the checkpoint {} is of another model than {}: its `{}` is [{}], {}. Resume with the model it was "
+              "saved from",
+              checkpoint, model, name, fmt::join(shape, ", "),
+              it == given.end() ? "which the model does not have"
+                                : fmt::format("the model's is [{}]", fmt::join(it->second, ", "))));
     }
   }
   if (given.size() != expected.size()) {
     throw SettingError("resume", fmt::format("the checkpoint {} is of another model than {}: it has {} "
                                              "parameters and buffers, the model {}. Resume with the model it "
-                                             "was saved from", checkpoint, model, expected.size(), given.size()));
+                                             "was saved from",
+                                             checkpoint, model, expected.size(), given.size()));
   }
 }
 
@@ -58,16 +62,19 @@ torch::jit::Module arrayOf(const RunConfig& config) {
     return model;
   }
   if (config.array_size < 1) {
-    throw SettingError("array_size", fmt::format(
-        "{} is a plain model, not one made by hfta-fuse: give the number of fresh members to train (and their "
-        "seeds), or fuse B models first", config.model));
+    throw SettingError(
+        "array_size",
+        fmt::format(
+            "{} is a plain model, not one made by hfta-fuse: give the number of fresh members to train (and their "
+            "seeds), or fuse B models first",
+            config.model));
   }
   std::vector<uint64_t> seeds = config.seeds;
   if (seeds.empty()) {
     for (int64_t b = 0; b < config.array_size; ++b) seeds.push_back(static_cast<uint64_t>(b));
   } else if (static_cast<int64_t>(seeds.size()) != config.array_size) {
-    throw SettingError("seeds", fmt::format("has {} values but the array has {} members", seeds.size(),
-                                            config.array_size));
+    throw SettingError("seeds",
+                       fmt::format("has {} values but the array has {} members", seeds.size(), config.array_size));
   }
   return freshArray(model, seeds, config.model);
 }
@@ -104,8 +111,8 @@ Run::Run(const RunConfig& config) : config_(config) {
   optimizer_ = makeOptimizer(config.optimizer, params, members, config.hyper);
   const int64_t batches_per_epoch =
       (train_.size() + config.options.batch_size - 1) / std::max<int64_t>(config.options.batch_size, 1);
-  schedule_ = Schedule::make(config.scheduler, config.schedule_settings, *optimizer_, config.options.epochs,
-                             batches_per_epoch);
+  schedule_ =
+      Schedule::make(config.scheduler, config.schedule_settings, *optimizer_, config.options.epochs, batches_per_epoch);
   trainer_ = std::make_unique<Trainer>(module, *optimizer_, config.options);
   trainer_->setSchedule(schedule_.get());
   if (!checkpoint.empty()) {

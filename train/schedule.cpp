@@ -51,7 +51,8 @@ class Settings {
     const auto count = static_cast<int64_t>(it->second.values().size());
     if (name != "milestones" && count != 1 && count != members_) {
       throw SettingError(name, fmt::format("has {} values but the array has {} members (the {} schedule): give "
-                                           "one value for all members or one per member", count, members_, policy_));
+                                           "one value for all members or one per member",
+                                           count, members_, policy_));
     }
     return it->second;
   }
@@ -74,8 +75,7 @@ class Settings {
 }  // namespace
 
 std::unique_ptr<Schedule> Schedule::make(const std::string& name, const std::map<std::string, PerMember>& given,
-                                         optim::FusedOptimizer& optimizer, int64_t epochs,
-                                         int64_t batches_per_epoch) {
+                                         optim::FusedOptimizer& optimizer, int64_t epochs, int64_t batches_per_epoch) {
   Settings settings(given, name, optimizer.array_size());
   auto schedule = std::make_unique<Schedule>();
   schedule->name_ = name;
@@ -84,10 +84,11 @@ std::unique_ptr<Schedule> Schedule::make(const std::string& name, const std::map
       settings.finish();
       return nullptr;
     } else if (name == "step") {
-      schedule->scheduler_ = std::make_unique<optim::StepLR>(optimizer, settings.get("step_size", 10.0),
-                                                             settings.get("gamma", 0.1));
+      schedule->scheduler_ =
+          std::make_unique<optim::StepLR>(optimizer, settings.get("step_size", 10.0), settings.get("gamma", 0.1));
     } else if (name == "multistep") {
-      if (!settings.has("milestones")) throw SettingError("milestones", "the multistep schedule needs them (e.g. 30,60)");
+      if (!settings.has("milestones"))
+        throw SettingError("milestones", "the multistep schedule needs them (e.g. 30,60)");
       std::vector<int64_t> milestones;
       for (double m : settings.get("milestones", 0.0).values()) milestones.push_back(static_cast<int64_t>(m));
       schedule->scheduler_ = std::make_unique<optim::MultiStepLR>(optimizer, milestones, settings.get("gamma", 0.1));
@@ -121,8 +122,11 @@ std::unique_ptr<Schedule> Schedule::make(const std::string& name, const std::map
       options.min_lr = settings.get("min_lr", options.min_lr);
       schedule->plateau_ = std::make_unique<optim::ReduceLROnPlateau>(optimizer, options);
     } else {
-      throw SettingError("scheduler", fmt::format(
-          "unknown schedule {}: use none, step, multistep, exponential, cosine, linear, onecycle or plateau", name));
+      throw SettingError(
+          "scheduler",
+          fmt::format(
+              "unknown schedule {}: use none, step, multistep, exponential, cosine, linear, onecycle or plateau",
+              name));
     }
   } catch (const std::invalid_argument& e) {
     throw UserError(fmt::format("the {} schedule: {}", name, e.what()));
@@ -156,7 +160,8 @@ void Schedule::load_state_dict(const c10::IValue& saved) {
   const auto state = saved.toGenericDict();
   const auto policy = state.at("policy").toStringRef();
   if (policy != name_) {
-    throw SettingError("scheduler", fmt::format("the checkpoint was saved with the {} schedule, not {}", policy, name_));
+    throw SettingError("scheduler",
+                       fmt::format("the checkpoint was saved with the {} schedule, not {}", policy, name_));
   }
   if (plateau_) {
     plateau_->load_state_dict(state.at("state"));

@@ -6,8 +6,8 @@
 #include <chrono>
 #include <cmath>
 
-#include "passes/ir/diagnostics.h"
 #include "passes/hfta/hfta.h"
+#include "passes/ir/diagnostics.h"
 #include "train/setting_error.h"
 
 namespace hfta::train {
@@ -21,14 +21,17 @@ Trainer::Trainer(torch::jit::Module fused, optim::FusedOptimizer& optimizer, Tra
   progress_.loss_sum.assign(array_size_, 0.0);
   progress_.diverged.assign(array_size_, false);
   if (optimizer_.array_size() != array_size_) {
-    throw UserError(fmt::format("the optimizer has {} members, the fused module {}", optimizer_.array_size(), array_size_));
+    throw UserError(
+        fmt::format("the optimizer has {} members, the fused module {}", optimizer_.array_size(), array_size_));
   }
   if (shared_input_ && !options_.same_batches) {
-    throw SettingError("own_streams", "this module was fused with a shared input (hfta-fuse --shared-input): "
-                                      "every member sees the same batches");
+    throw SettingError("own_streams",
+                       "this module was fused with a shared input (hfta-fuse --shared-input): "
+                       "every member sees the same batches");
   }
   if (options_.loss != "cross_entropy" && options_.loss != "mse" && options_.loss != "bce_with_logits") {
-    throw SettingError("loss", fmt::format("unknown loss {}: use cross_entropy, mse or bce_with_logits", options_.loss));
+    throw SettingError("loss",
+                       fmt::format("unknown loss {}: use cross_entropy, mse or bce_with_logits", options_.loss));
   }
   if (options_.batch_size < 1) throw SettingError("batch_size", "must be >= 1");
   if (options_.epochs < 0) throw SettingError("epochs", "must be >= 0");
@@ -73,9 +76,11 @@ at::Tensor Trainer::forward(const at::Tensor& input, const Dataset& data) {
       torch::NoGradGuard no_grad;
       split(module_, 0).forward({member_input});
     } catch (const std::exception& member_error) {
-      throw UserError(fmt::format("the model cannot run on the {} data (batches of [{}] {}): {}. Train a model "
-                                  "built for this data's shape", data.name, fmt::join(member_input.sizes(), ", "),
-                                  c10::toString(member_input.scalar_type()), errorSummary(member_error)));
+      throw UserError(
+          fmt::format("the model cannot run on the {} data (batches of [{}] {}): {}. Train a model "
+                      "built for this data's shape",
+                      data.name, fmt::join(member_input.sizes(), ", "), c10::toString(member_input.scalar_type()),
+                      errorSummary(member_error)));
     }
     throw;
   }

@@ -62,8 +62,7 @@ class Trainer {
   // (The rest of) the next epoch over `train`, then the held-out
   // evaluation: B rows. If `between` says stop, returns no rows and
   // progress() says where it stopped.
-  std::vector<MemberEpoch> runEpoch(const Dataset& train, const Dataset& heldout,
-                                    const BetweenBatches& between = {});
+  std::vector<MemberEpoch> runEpoch(const Dataset& train, const Dataset& heldout, const BetweenBatches& between = {});
   const Progress& progress() const { return progress_; }
   // Continues a run from a checkpoint's progress (B entries each).
   void restore(Progress progress);

@@ -5,19 +5,17 @@
 //
 //   python examples/ensemble.py out/ensembles
 //   build/examples/cpp/fuse_ensemble out/ensembles/mlp_averaged_b8.pt --input-shape 16 --batch 32
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
 #include <torch/script.h>
 #include <torch/torch.h>
 
-#include <fmt/format.h>
-
-#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <iostream>
 
+#include "examples/cpp/training_step.h"
 #include "passes/hfta/hfta.h"
 #include "passes/hfta/parallel.h"
-#include "examples/cpp/training_step.h"
-
 
 int main(int argc, char** argv) {
   CLI::App app{"Fuse the ensemble inside a scripted module and time a training step", "fuse_ensemble"};

@@ -8,20 +8,19 @@
 //
 //   python examples/ensemble.py out/ensembles
 //   build/examples/cpp/registered_ensemble out/ensembles/mlp_averaged_b8.pt --input-shape 16
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
 #include <torch/csrc/jit/runtime/graph_executor.h>
 #include <torch/script.h>
 #include <torch/torch.h>
 
-#include <fmt/format.h>
-
-#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <map>
 #include <regex>
 #include <sstream>
 
-#include "passes/hfta/register.h"
 #include "examples/cpp/training_step.h"
+#include "passes/hfta/register.h"
 
 namespace {
 
@@ -92,9 +91,10 @@ int main(int argc, char** argv) {
       fused_s.push_back(f / steps);
     }
     const double a = examples::median(as_is_s), u = examples::median(unprofiled_s), f = examples::median(fused_s);
-    fmt::print("training step: {:.0f} us as TorchScript runs it, {:.0f} us without a profiling run, {:.0f} us fused: "
-               "{:.2f}x and {:.2f}x\n",
-               a * 1e6, u * 1e6, f * 1e6, a / f, u / f);
+    fmt::print(
+        "training step: {:.0f} us as TorchScript runs it, {:.0f} us without a profiling run, {:.0f} us fused: "
+        "{:.2f}x and {:.2f}x\n",
+        a * 1e6, u * 1e6, f * 1e6, a / f, u / f);
     return 0;
   } catch (const std::exception& e) {
     fmt::print(stderr, "registered_ensemble: error: {}\n", e.what());

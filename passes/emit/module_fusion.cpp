@@ -2,15 +2,14 @@
 // hierarchy as new classes with stacked (or, for split, sliced) tensors, and
 // give the root class the fused forward. The members' own code is kept, as
 // the method below, so that split can give a member back as a plain module.
-#include <torch/csrc/jit/passes/lower_tuples.h>
-
 #include <fmt/format.h>
+#include <torch/csrc/jit/passes/lower_tuples.h>
 
 #include <unordered_map>
 
-#include "passes/ir/diagnostics.h"
 #include "passes/fuse/graph_fuser.h"
 #include "passes/hfta/hfta.h"
+#include "passes/ir/diagnostics.h"
 #include "passes/ir/inline_calls.h"
 #include "passes/ir/walk.h"
 #include "passes/verify/lockstep.h"
@@ -35,8 +34,10 @@ using TensorMaker = std::function<at::Tensor(const std::vector<at::Tensor>&, boo
 std::shared_ptr<Graph> inlinedForward(const Member& member, const std::string& name) {
   auto forward = member.module.find_method("forward");
   if (!forward) {
-    throw UserError(fmt::format("{} has no forward method: fusion trains forward. Save a scripted nn.Module "
-                                "that has one with torch.jit.save", name));
+    throw UserError(
+        fmt::format("{} has no forward method: fusion trains forward. Save a scripted nn.Module "
+                    "that has one with torch.jit.save",
+                    name));
   }
   auto graph = forward->graph()->copy();
   // (A call left uninlined runs per member, as a fallback the report lists.)
@@ -54,10 +55,9 @@ Module mirror(const std::vector<Module>& level, const std::shared_ptr<torch::jit
               const TensorMaker& make_tensor, bool is_root) {
   const auto src_type = level[0].type();
   auto known = classes.find(src_type);
-  Module out = known != classes.end()
-                   ? Module(cu, known->second)
-                   : Module(c10::QualifiedName(class_name(src_type->name()->qualifiedName())), cu,
-                            /*shouldMangle=*/true);
+  Module out = known != classes.end() ? Module(cu, known->second)
+                                      : Module(c10::QualifiedName(class_name(src_type->name()->qualifiedName())), cu,
+                                               /*shouldMangle=*/true);
   classes.emplace(src_type, out.type());
   for (size_t slot = 0; slot < src_type->numAttributes(); ++slot) {
     const auto name = src_type->getAttributeName(slot);
@@ -72,16 +72,15 @@ Module mirror(const std::vector<Module>& level, const std::shared_ptr<torch::jit
     } else if (value.isTensor()) {
       std::vector<at::Tensor> tensors;
       for (const auto& m : level) tensors.push_back(m.attr(name).toTensor());
-      out.register_attribute(name, type, make_tensor(tensors, is_parameter), is_parameter,
-                             src_type->is_buffer(slot));
+      out.register_attribute(name, type, make_tensor(tensors, is_parameter), is_parameter, src_type->is_buffer(slot));
     } else {
       // None in an Optional[Tensor] slot (a conv without bias) is the same in
       // every member (lockstep matching checked it).
       if (containsTensor(type) && !value.isNone()) {
-        throw UserError(fmt::format(
-            "attribute `{}` of {} holds tensors inside a {}; hfta fuses tensor attributes, "
-            "parameters and buffers only. Store the tensors as separate buffers.",
-            name, src_type->name()->qualifiedName(), type->annotation_str()));
+        throw UserError(
+            fmt::format("attribute `{}` of {} holds tensors inside a {}; hfta fuses tensor attributes, "
+                        "parameters and buffers only. Store the tensors as separate buffers.",
+                        name, src_type->name()->qualifiedName(), type->annotation_str()));
       }
       out.register_attribute(name, type, value, is_parameter, src_type->is_buffer(slot));
     }
@@ -107,8 +106,8 @@ void retypeBlock(torch::jit::Block* block, const ClassMap& classes) {
 }
 
 void addMethod(Module& module, const std::string& name, const std::shared_ptr<Graph>& graph) {
-  auto* fn = module._ivalue()->compilation_unit()->create_function(
-      c10::QualifiedName(*module.type()->name(), name), graph);
+  auto* fn =
+      module._ivalue()->compilation_unit()->create_function(c10::QualifiedName(*module.type()->name(), name), graph);
   module.type()->addMethod(fn);
 }
 
@@ -117,10 +116,10 @@ void addMethod(Module& module, const std::string& name, const std::shared_ptr<Gr
 FusionResult fuse(const std::vector<Member>& members, const FuseOptions& options) {
   const auto array_size = static_cast<int64_t>(members.size());
   if (array_size < (options.allow_single_member ? 1 : 2)) {
-    throw UserError(fmt::format(
-        "fusing needs at least 2 models, got {}{}. Pass every member of the sweep, e.g. "
-        "hfta-fuse model_*.pt -o fused.pt.",
-        array_size, array_size == 1 ? " (" + members[0].source + ")" : ""));
+    throw UserError(
+        fmt::format("fusing needs at least 2 models, got {}{}. Pass every member of the sweep, e.g. "
+                    "hfta-fuse model_*.pt -o fused.pt.",
+                    array_size, array_size == 1 ? " (" + members[0].source + ")" : ""));
   }
   std::vector<Module> modules;
   std::vector<std::string> names;
@@ -177,8 +176,9 @@ bool sharedInput(const Module& fused) {
 
 int64_t arraySize(const Module& fused) {
   if (!isFused(fused)) {
-    throw UserError("this module was not made by hfta-fuse (it has no hfta_array_size); "
-                    "pass the fused .pt that hfta-fuse wrote");
+    throw UserError(
+        "this module was not made by hfta-fuse (it has no hfta_array_size); "
+        "pass the fused .pt that hfta-fuse wrote");
   }
   return fused.attr(kArraySizeAttr).toInt();
 }
@@ -186,8 +186,10 @@ int64_t arraySize(const Module& fused) {
 Module split(const Module& fused, int64_t index) {
   const int64_t array_size = arraySize(fused);
   if (index < 0 || index >= array_size) {
-    throw UserError(fmt::format("member index {} is out of range: this fused module has {} members "
-                                "(0 to {})", index, array_size, array_size - 1));
+    throw UserError(
+        fmt::format("member index {} is out of range: this fused module has {} members "
+                    "(0 to {})",
+                    index, array_size, array_size - 1));
   }
   auto cu = std::make_shared<torch::jit::CompilationUnit>();
   ClassMap classes;

@@ -18,10 +18,10 @@ using torch::jit::Value;
 void checkNoWriteIntoUniform(GraphFuser& fuser, Node* node) {
   for (size_t i : writtenInputs(node)) {
     if (fuser.lookup(node->input(i)).kind == ValueKind::Uniform) {
-      throw UserError(fmt::format(
-          "cannot fuse {}: it writes per-member values into `{}`, which all members share. "
-          "Write into a fresh tensor instead of updating a shared one in place.",
-          describeNode(node), node->input(i)->debugName()));
+      throw UserError(
+          fmt::format("cannot fuse {}: it writes per-member values into `{}`, which all members share. "
+                      "Write into a fresh tensor instead of updating a shared one in place.",
+                      describeNode(node), node->input(i)->debugName()));
     }
   }
 }
@@ -36,14 +36,12 @@ FusedValue combine(Graph& g, const std::vector<Value*>& members, const c10::Type
   if (type->kind() == TypeKind::NoneType) return {members[0], ValueKind::Uniform};
   if (auto opt = type->cast<c10::OptionalType>(); opt && opt->getElementType()->kind() == TypeKind::TensorType) {
     auto* list = g.insertNode(g.createList(type, members))->output();
-    return {g.insert(c10::Symbol::fromQualString("hfta::stack_members_optional"), {list}),
-            ValueKind::Array};
+    return {g.insert(c10::Symbol::fromQualString("hfta::stack_members_optional"), {list}), ValueKind::Array};
   }
   if (auto list_type = type->cast<c10::ListType>();
       list_type && list_type->getElementType()->kind() == TypeKind::TensorType) {
     auto* list = g.insertNode(g.createList(type, members))->output();
-    return {g.insert(c10::Symbol::fromQualString("hfta::stack_members_list"), {list}),
-            ValueKind::Array};
+    return {g.insert(c10::Symbol::fromQualString("hfta::stack_members_list"), {list}), ValueKind::Array};
   }
   if (auto tuple = type->cast<c10::TupleType>()) {
     const auto& elements = tuple->elements();

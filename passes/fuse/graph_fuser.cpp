@@ -1,14 +1,13 @@
 #include "passes/fuse/graph_fuser.h"
 
+#include <fmt/format.h>
 #include <torch/csrc/jit/passes/dead_code_elimination.h>
 
-#include <fmt/format.h>
-
+#include "passes/fuse/fallback.h"
+#include "passes/fuse/rules/rules.h"
 #include "passes/ir/diagnostics.h"
 #include "passes/ir/walk.h"
 #include "passes/ir/writes.h"
-#include "passes/fuse/fallback.h"
-#include "passes/fuse/rules/rules.h"
 
 namespace hfta {
 
@@ -28,14 +27,14 @@ const c10::Symbol kUnfoldChannels = c10::Symbol::fromQualString("hfta::unfold_ch
 
 int64_t countLayoutConversions(Block* block) {
   int64_t count = 0;
-  forEachNode(block, [&](const Node* node) { count += node->kind() == kFoldChannels || node->kind() == kUnfoldChannels; });
+  forEachNode(block,
+              [&](const Node* node) { count += node->kind() == kFoldChannels || node->kind() == kUnfoldChannels; });
   return count;
 }
 
 bool isEmptyTensorList(const Node* node) {
   if (node->kind() != c10::prim::ListConstruct || !node->inputs().empty()) return false;
-  return node->output()->type()->cast<c10::ListType>()->getElementType()->kind() ==
-         c10::TypeKind::TensorType;
+  return node->output()->type()->cast<c10::ListType>()->getElementType()->kind() == c10::TypeKind::TensorType;
 }
 
 }  // namespace
@@ -111,8 +110,7 @@ void GraphFuser::copyUniform(Node* node) {
   for (size_t i = 0; i < node->outputs().size(); ++i) {
     // An empty tensor list is vacuously an array; binding it as one lets
     // members append their own tensors to it.
-    bind(node->output(i), {copy->output(i), isEmptyTensorList(node) ? ValueKind::Array
-                                                                     : ValueKind::Uniform});
+    bind(node->output(i), {copy->output(i), isEmptyTensorList(node) ? ValueKind::Array : ValueKind::Uniform});
   }
 }
 
@@ -121,9 +119,8 @@ void GraphFuser::fuseNode(Node* node) {
     // Tensor attributes of a fused module are stacked; the rest are equal
     // in every member (checked by lockstep matching).
     Node* copy = insertAsIs(node);
-    bind(node->output(), {copy->output(), isTensorLike(node->output()->type())
-                                              ? ValueKind::Array
-                                              : ValueKind::Uniform});
+    bind(node->output(),
+         {copy->output(), isTensorLike(node->output()->type()) ? ValueKind::Array : ValueKind::Uniform});
     return;
   }
   if (isUniform(node)) {
@@ -177,8 +174,7 @@ Value* GraphFuser::reuse(std::unordered_map<Value*, Value*>& cache, Value* from)
 }
 
 Value* GraphFuser::toArray(const FusedValue& value) {
-  TORCH_INTERNAL_ASSERT(value.kind != ValueKind::PerMember,
-                        "hfta: a per-member list cannot become an array");
+  TORCH_INTERNAL_ASSERT(value.kind != ValueKind::PerMember, "hfta: a per-member list cannot become an array");
   if (value.kind == ValueKind::Array) return value.value;
   Value* v = value.value;
   if (value.kind == ValueKind::Folded) {
@@ -195,8 +191,7 @@ Value* GraphFuser::toArray(const FusedValue& value) {
     for (Value* e : unpack->outputs()) elements.push_back(toArray({e, ValueKind::Uniform}));
     return graph_.insertNode(graph_.createTuple(elements))->output();
   }
-  TORCH_INTERNAL_ASSERT(!containsTensor(type) || type->kind() == c10::TypeKind::OptionalType &&
-                                                     v->mustBeNone(),
+  TORCH_INTERNAL_ASSERT(!containsTensor(type) || type->kind() == c10::TypeKind::OptionalType && v->mustBeNone(),
                         "hfta: cannot broadcast a uniform ", type->annotation_str(), " to members");
   return v;  // non-tensor leaves of an array are uniform
 }
@@ -210,8 +205,7 @@ Value* GraphFuser::toArrayOrBroadcast(const FusedValue& value) {
 
 Value* GraphFuser::toFolded(const FusedValue& value) {
   Value* v = value.value;
-  TORCH_INTERNAL_ASSERT(v->type()->kind() == c10::TypeKind::TensorType &&
-                            value.kind != ValueKind::PerMember,
+  TORCH_INTERNAL_ASSERT(v->type()->kind() == c10::TypeKind::TensorType && value.kind != ValueKind::PerMember,
                         "hfta: only a tensor can be channel-folded");
   if (value.kind == ValueKind::Folded) return v;
   if (Value* copy = reuse(folded_copies_, v)) return copy;
@@ -254,8 +248,7 @@ Value* GraphFuser::memberValue(const FusedValue& value, int64_t b) {
   return v;  // a non-tensor leaf of an array is uniform
 }
 
-std::shared_ptr<Graph> fuseMemberGraph(const Graph& tmpl, int64_t array_size,
-                                       const std::vector<ValueKind>& input_kinds,
+std::shared_ptr<Graph> fuseMemberGraph(const Graph& tmpl, int64_t array_size, const std::vector<ValueKind>& input_kinds,
                                        FusionReport& report) {
   TORCH_INTERNAL_ASSERT(input_kinds.size() == tmpl.inputs().size());
   report.array_size = array_size;
@@ -271,9 +264,8 @@ std::shared_ptr<Graph> fuseMemberGraph(const Graph& tmpl, int64_t array_size,
   auto outputs = fuser.fuseBlock(const_cast<Graph&>(tmpl).block(), fused->block());
   WithInsertPoint guard(fused->block());
   for (const auto& out : outputs) {
-    fused->registerOutput(out.kind == ValueKind::PerMember || !containsTensor(out.value->type())
-                              ? out.value
-                              : fuser.toArray(out));
+    fused->registerOutput(out.kind == ValueKind::PerMember || !containsTensor(out.value->type()) ? out.value
+                                                                                                 : fuser.toArray(out));
   }
   torch::jit::EliminateDeadCode(fused);
   report.layout_conversions = countLayoutConversions(fused->block());

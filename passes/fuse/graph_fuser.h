@@ -30,9 +30,7 @@ namespace hfta {
 enum class ValueKind { Uniform, Array, Folded, PerMember };
 
 // Array or Folded: a tensor that differs per member.
-inline bool isPerMemberTensor(ValueKind kind) {
-  return kind == ValueKind::Array || kind == ValueKind::Folded;
-}
+inline bool isPerMemberTensor(ValueKind kind) { return kind == ValueKind::Array || kind == ValueKind::Folded; }
 
 struct FusedValue {
   torch::jit::Value* value = nullptr;
@@ -70,7 +68,6 @@ class GraphFuser {
   // Member b's value, for the per-member fallback.
   torch::jit::Value* memberValue(const FusedValue& value, int64_t b);
 
-
   torch::jit::Graph& graph() { return graph_; }
   int64_t arraySize() const { return array_size_; }
   FusionReport& report() { return report_; }
@@ -100,9 +97,7 @@ class GraphFuser {
 
 // Fuses `tmpl` for `array_size` members; input i of the result has kind
 // input_kinds[i] and the template input's type. Tensor outputs are Arrays.
-std::shared_ptr<torch::jit::Graph> fuseMemberGraph(const torch::jit::Graph& tmpl,
-                                                   int64_t array_size,
-                                                   const std::vector<ValueKind>& input_kinds,
-                                                   FusionReport& report);
+std::shared_ptr<torch::jit::Graph> fuseMemberGraph(const torch::jit::Graph& tmpl, int64_t array_size,
+                                                   const std::vector<ValueKind>& input_kinds, FusionReport& report);
 
 }  // namespace hfta

@@ -1,7 +1,7 @@
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <map>
-#include <nlohmann/json.hpp>
 
 #include "passes/hfta/hfta.h"
 
@@ -32,8 +32,8 @@ std::string FusionReport::text() const {
   std::string out = fmt::format(
       "fusion report: {} members; {} nodes fused{}, {} fallback nodes (run per member), "
       "{} uniform nodes kept as they are, {} layout conversions\n",
-      array_size, fused.size(), families.empty() ? "" : " (" + families + ")", fallbacks.size(),
-      uniform_nodes, layout_conversions);
+      array_size, fused.size(), families.empty() ? "" : " (" + families + ")", fallbacks.size(), uniform_nodes,
+      layout_conversions);
   if (!fallbacks.empty()) {
     out += "fallbacks (correct, but not fused):\n";
     for (const auto& e : fallbacks) out += entryLine(e);

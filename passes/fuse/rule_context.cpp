@@ -25,8 +25,8 @@ bool RuleContext::uniformFrom(size_t first) const {
 }
 
 Value* RuleContext::uniform(size_t i) const {
-  TORCH_INTERNAL_ASSERT(kind(i) == ValueKind::Uniform, "hfta: input ", i, " of ",
-                        node_->kind().toQualString(), " is not uniform");
+  TORCH_INTERNAL_ASSERT(kind(i) == ValueKind::Uniform, "hfta: input ", i, " of ", node_->kind().toQualString(),
+                        " is not uniform");
   return input(i).value;
 }
 
@@ -71,14 +71,11 @@ Node* RuleContext::insertCopy(const std::unordered_map<size_t, Value*>& replaced
   return graph().insertNode(copy);
 }
 
-void RuleContext::bindOutput(size_t i, Value* value, ValueKind kind) {
-  fuser_.bind(node_->output(i), {value, kind});
-}
+void RuleContext::bindOutput(size_t i, Value* value, ValueKind kind) { fuser_.bind(node_->output(i), {value, kind}); }
 
 void RuleContext::bindOutputsByType(Node* copy, ValueKind tensor_kind) {
   for (size_t i = 0; i < copy->outputs().size(); ++i) {
-    bindOutput(i, copy->output(i),
-               containsTensor(copy->output(i)->type()) ? tensor_kind : ValueKind::Uniform);
+    bindOutput(i, copy->output(i), containsTensor(copy->output(i)->type()) ? tensor_kind : ValueKind::Uniform);
   }
 }
 

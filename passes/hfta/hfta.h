@@ -45,8 +45,9 @@ struct FusionReport {
   };
   int64_t array_size = 0;
   int64_t uniform_nodes = 0;  // nodes identical in every member, kept as they are
-  // Conversions between the member-leading and the channel-folded layout
-  // left in the fused graph (see DESIGN.md): the fewer, the fewer copies.
+  // Conversions between the member-leading layout ([B, N, C, ...]) and the
+  // channel-folded one ([N, B*C, ...], which grouped convolutions and batch
+  // norm read) left in the fused graph: the fewer, the fewer copies.
   int64_t layout_conversions = 0;
   std::vector<Entry> fused;
   std::vector<Entry> fallbacks;  // run once per member: correct, but not fused
@@ -64,8 +65,11 @@ struct FusionResult {
 // is missing or is not a TorchScript archive.
 std::vector<Member> loadMembers(const std::vector<std::string>& paths);
 
-// Verifies that the members match in lockstep and builds the fused module
-// (see DESIGN.md, "the fused-module contract"). UserError on mismatch.
+// Verifies that the members match in lockstep and builds the fused module:
+// every parameter and buffer keeps its name and is stacked ([B, ...]);
+// forward takes and returns [B, N, ...] (or one shared, unstacked input);
+// the module records B and its sources (README.md, "The fused module").
+// UserError on mismatch.
 FusionResult fuse(const std::vector<Member>& members, const FuseOptions& options = {});
 
 // Member `index` of a fused module as a plain module with that member's

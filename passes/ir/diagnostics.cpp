@@ -67,8 +67,6 @@ std::string errorSummary(const std::exception& error) {
   return text.substr(0, text.find('\n'));
 }
 
-std::string demangledTypeName(const c10::TypePtr& type) {
-  return withoutMangling(type->annotation_str());
-}
+std::string demangledTypeName(const c10::TypePtr& type) { return withoutMangling(type->annotation_str()); }
 
 }  // namespace hfta

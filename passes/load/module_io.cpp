@@ -1,14 +1,13 @@
 // Loading members and saving results, with the errors a user can cause
 // turned into messages that say what to fix.
-#include <fmt/format.h>
-
 #include <caffe2/serialize/inline_container.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <filesystem>
 
-#include "passes/ir/diagnostics.h"
 #include "passes/hfta/hfta.h"
+#include "passes/ir/diagnostics.h"
 #include "runtime/atomic_file.h"
 
 namespace hfta {
@@ -21,8 +20,10 @@ std::string whyNotLoadable(const std::string& path, const c10::Error& error) {
     caffe2::serialize::PyTorchStreamReader reader(path);
     records = reader.getAllRecords();
   } catch (const c10::Error&) {
-    return fmt::format("is not a TorchScript archive (not a whole zip archive: truncated, damaged, or another kind "
-                       "of file): {}", errorSummary(error));
+    return fmt::format(
+        "is not a TorchScript archive (not a whole zip archive: truncated, damaged, or another kind "
+        "of file): {}",
+        errorSummary(error));
   }
   const bool has_code = std::any_of(records.begin(), records.end(),
                                     [](const std::string& r) { return r.find("code/") != std::string::npos; });
@@ -43,8 +44,10 @@ std::vector<Member> loadMembers(const std::vector<std::string>& paths) {
     const auto& path = paths[b];
     std::error_code ec;
     if (!std::filesystem::is_regular_file(path, ec)) {
-      throw UserError(fmt::format("model {} ({}): no such file. Check the path; models are the "
-                                  ".pt files written by torch.jit.save.", b, path));
+      throw UserError(
+          fmt::format("model {} ({}): no such file. Check the path; models are the "
+                      ".pt files written by torch.jit.save.",
+                      b, path));
     }
     try {
       members.push_back({torch::jit::load(path, torch::kCPU), path});

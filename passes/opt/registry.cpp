@@ -15,8 +15,10 @@ namespace {
 
 const torch::jit::Module& moduleOf(const PassState& state, const std::string& pass) {
   if (!state.module || !state.graphs.empty()) {
-    throw UserError(fmt::format("{} works on a module: give one .pt file (and no pass before it that turns the "
-                                "module into graphs)", pass));
+    throw UserError(
+        fmt::format("{} works on a module: give one .pt file (and no pass before it that turns the "
+                    "module into graphs)",
+                    pass));
   }
   return *state.module;
 }
@@ -32,8 +34,10 @@ std::shared_ptr<torch::jit::Graph>& oneGraph(PassState& state, const std::string
 
 void requireMembers(const PassState& state, const std::string& pass) {
   if (state.graphs.size() < 2) {
-    throw UserError(fmt::format("{} works on the graphs of B >= 2 members (one IR file each, or one with "
-                                "--array-size B); the input has {}", pass, state.graphs.size()));
+    throw UserError(
+        fmt::format("{} works on the graphs of B >= 2 members (one IR file each, or one with "
+                    "--array-size B); the input has {}",
+                    pass, state.graphs.size()));
   }
 }
 

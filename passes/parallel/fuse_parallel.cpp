@@ -1,5 +1,3 @@
-#include "passes/hfta/parallel.h"
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <torch/csrc/jit/ir/alias_analysis.h>
@@ -9,8 +7,9 @@
 #include <sstream>
 
 #include "passes/hfta/hfta.h"
-#include "passes/ir/inline_calls.h"
+#include "passes/hfta/parallel.h"
 #include "passes/ir/diagnostics.h"
+#include "passes/ir/inline_calls.h"
 #include "passes/parallel/members.h"
 
 namespace hfta {
@@ -51,8 +50,7 @@ bool hoistBefore(Value* value, Node* first, const std::set<Node*>& calls, torch:
   Node* node = value->node();
   if (node->owningBlock() != first->owningBlock() || !node->isAfter(first)) return true;
   if (calls.count(node) || node->hasSideEffects() || !node->blocks().empty()) return false;
-  if (node->kind() != torch::jit::prim::Constant &&
-      (node->maybeSchema() == nullptr || node->schema().is_mutable())) {
+  if (node->kind() != torch::jit::prim::Constant && (node->maybeSchema() == nullptr || node->schema().is_mutable())) {
     return false;
   }
   for (Node* between = first; between != node; between = between->next()) {
@@ -79,8 +77,7 @@ std::string whyNot(Graph& graph, const std::vector<Call>& calls) {
     for (const auto& p : call.module.named_parameters()) {
       const auto [it, fresh] = owners.emplace(p.value.unsafeGetTensorImpl(), call.path + "." + p.name);
       if (!fresh) {
-        return fmt::format("{}.{} and {} are one tensor: the members share a parameter", call.path, p.name,
-                           it->second);
+        return fmt::format("{}.{} and {} are one tensor: the members share a parameter", call.path, p.name, it->second);
       }
     }
   }
@@ -141,7 +138,8 @@ void mirrorMembers(const std::vector<Call>& calls, const Module& fused) {
 std::string ParallelFusionReport::text() const {
   std::string out = fmt::format("parallel fusion: {} group(s) fused, {} left\n", fused.size(), left.size());
   for (const auto& g : fused) {
-    out += fmt::format("  {} <- {} ({} input)\n", g.fused, fmt::join(g.members, ", "), g.shared_input ? "shared" : "own");
+    out +=
+        fmt::format("  {} <- {} ({} input)\n", g.fused, fmt::join(g.members, ", "), g.shared_input ? "shared" : "own");
   }
   for (const auto& why : left) out += fmt::format("  why not: {}\n", why);
   return out;

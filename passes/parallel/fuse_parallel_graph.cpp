@@ -1,5 +1,3 @@
-#include "passes/hfta/parallel.h"
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <torch/csrc/jit/passes/dead_code_elimination.h>
@@ -9,12 +7,13 @@
 #include <set>
 #include <unordered_map>
 
-#include "passes/ir/diagnostics.h"
 #include "passes/fuse/graph_fuser.h"
-#include "passes/verify/lockstep.h"
-#include "passes/parallel/members.h"
+#include "passes/hfta/parallel.h"
+#include "passes/ir/diagnostics.h"
 #include "passes/ir/walk.h"
 #include "passes/ir/writes.h"
+#include "passes/parallel/members.h"
+#include "passes/verify/lockstep.h"
 
 namespace hfta {
 namespace {
@@ -35,8 +34,8 @@ bool assignsAttributes(const Block* block) {
 struct Leaf {
   std::vector<std::string> path;
   bool tensor = false;
-  bool written = false;                // a tensor the fused ops update in place
-  std::vector<Value*> fused_readers;   // prim::GetAttr nodes' outputs in the fused graph
+  bool written = false;               // a tensor the fused ops update in place
+  std::vector<Value*> fused_readers;  // prim::GetAttr nodes' outputs in the fused graph
 };
 
 void collectLeaves(Block* block, Value* self, std::map<std::vector<std::string>, Leaf>& leaves) {
@@ -57,9 +56,9 @@ struct Plan {
   std::vector<ValueKind> kinds;  // of the template's inputs
   std::shared_ptr<Graph> fused;  // inputs: the template's, then one per tensor leaf
   std::vector<Leaf> tensor_leaves;
-  std::vector<Leaf> flags;       // non-tensor attributes: must be equal in every member
-  std::vector<Node*> to_move;    // nodes between the members that read their outputs
-  Node* last = nullptr;          // the members' last node
+  std::vector<Leaf> flags;     // non-tensor attributes: must be equal in every member
+  std::vector<Node*> to_move;  // nodes between the members that read their outputs
+  Node* last = nullptr;        // the members' last node
 };
 
 // The members' nodes run together after the last of them: what lies
@@ -175,8 +174,8 @@ std::optional<std::string> planGroup(Graph& graph, std::vector<GroupMember>& mem
   if (first.outputs.empty()) return fmt::format("{} computes nothing the rest of the graph reads", first.path);
   for (Value* out : first.outputs) {
     if (out->type()->kind() != c10::TypeKind::TensorType) {
-      return fmt::format("{} gives a {} to the rest of the graph; only tensors are sliced back",
-                         first.path, out->type()->annotation_str());
+      return fmt::format("{} gives a {} to the rest of the graph; only tensors are sliced back", first.path,
+                         out->type()->annotation_str());
     }
   }
   if (assignsAttributes(first.tmpl->block())) return fmt::format("{} assigns a module attribute", first.path);
@@ -220,7 +219,7 @@ Value* stackValues(Graph& graph, const std::vector<Value*>& values) {
 // `value` as a Tensor where the guard made sure it is not None.
 Value* asTensor(Graph& graph, Value* value) {
   return value->type()->kind() == c10::TypeKind::TensorType ? value
-                                                             : graph.insertUncheckedCast(value, c10::TensorType::get());
+                                                            : graph.insertUncheckedCast(value, c10::TensorType::get());
 }
 
 // The members' tensor attributes, one list per leaf: values[leaf][member].
@@ -395,8 +394,8 @@ ParallelGraphFusionReport fuseParallelGraph(const std::shared_ptr<Graph>& graph)
         continue;
       }
       rewrite(*graph, members, plan);
-      const bool shared = std::all_of(plan.kinds.begin(), plan.kinds.end(),
-                                      [](ValueKind k) { return k == ValueKind::Uniform; });
+      const bool shared =
+          std::all_of(plan.kinds.begin(), plan.kinds.end(), [](ValueKind k) { return k == ValueKind::Uniform; });
       report.fused.push_back({{}, shared});
       for (const auto& m : members) report.fused.back().members.push_back(m.path);
       rewritten = true;

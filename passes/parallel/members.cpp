@@ -144,9 +144,10 @@ std::optional<std::string> whyDependent(Graph& graph, const std::vector<GroupMem
     if (set & kForeignWrite && __builtin_popcountll(set) == 2 && writesOutside(node, deps, set & ~kForeignWrite)) {
       for (size_t b = 0; b < count; ++b) {
         if (set >> b & 1) {
-          return fmt::format("{} writes in place to what it did not compute ({}{}): the members must run in "
-                             "their order", members[b].path, node->kind().toQualString(),
-                             sourceLine(node).empty() ? "" : " at " + sourceLine(node));
+          return fmt::format(
+              "{} writes in place to what it did not compute ({}{}): the members must run in "
+              "their order",
+              members[b].path, node->kind().toQualString(), sourceLine(node).empty() ? "" : " at " + sourceLine(node));
         }
       }
     }
@@ -154,8 +155,9 @@ std::optional<std::string> whyDependent(Graph& graph, const std::vector<GroupMem
     for (size_t b = 0; b < count; ++b) {
       const bool reads_member = std::any_of(values.begin(), values.end(), [&](Value* v) {
         const auto& modules = members[b].modules;
-        return std::count(modules.begin(), modules.end(), v) || (v->node()->kind() == prim::GetAttr &&
-                                          deps.count(v->node()) && deps.at(v->node()) == (MemberSet{1} << b));
+        return std::count(modules.begin(), modules.end(), v) ||
+               (v->node()->kind() == prim::GetAttr && deps.count(v->node()) &&
+                deps.at(v->node()) == (MemberSet{1} << b));
       });
       if (!reads_member) continue;
       for (size_t a = 0; a < count; ++a) {
@@ -189,9 +191,8 @@ std::set<const Node*> findRegions(Graph& graph, std::vector<GroupMember>& member
     const std::set<const Node*> original(m.region.begin(), m.region.end());
     std::set<const Node*> in_region = original;
     auto read_outside = [&](Value* out, const std::set<const Node*>& region) {
-      return std::any_of(out->uses().begin(), out->uses().end(), [&](const torch::jit::Use& u) {
-        return !region.count(topLevel(u.user, graph.block()));
-      });
+      return std::any_of(out->uses().begin(), out->uses().end(),
+                         [&](const torch::jit::Use& u) { return !region.count(topLevel(u.user, graph.block())); });
     };
     for (auto it = m.region.rbegin(); it != m.region.rend();) {
       Node* node = *it;
@@ -216,8 +217,8 @@ std::set<const Node*> findRegions(Graph& graph, std::vector<GroupMember>& member
 
 std::vector<std::vector<GroupMember>> findGroups(Graph& graph, std::vector<std::string>& mixed) {
   Value* self = graph.inputs()[0];
-  std::map<std::pair<std::string, const c10::Type*>, size_t> index;  // (parent's path, type) -> group
-  std::map<std::string, std::pair<size_t, size_t>> known;            // path -> (group, member)
+  std::map<std::pair<std::string, const c10::Type*>, size_t> index;            // (parent's path, type) -> group
+  std::map<std::string, std::pair<size_t, size_t>> known;                      // path -> (group, member)
   std::map<std::pair<std::string, std::string>, std::vector<size_t>> classes;  // (parent, class) -> groups
   std::vector<std::vector<GroupMember>> groups;
   for (Node* node : graph.nodes()) {
@@ -245,12 +246,12 @@ std::vector<std::vector<GroupMember>> findGroups(Graph& graph, std::vector<std::
     std::vector<GroupMember> siblings;
     for (size_t i : indices) siblings.insert(siblings.end(), groups[i].begin(), groups[i].end());
     if (siblings.size() > kMaxMembers || whyDependent(graph, siblings, dependence(graph, siblings))) continue;
-    mixed.push_back(fmt::format("{}: submodules of class {} of {} different TorchScript types (different "
-                                "constants, such as layer sizes): only members of one type are fused",
-                                joinPaths(siblings), key.second, indices.size()));
+    mixed.push_back(
+        fmt::format("{}: submodules of class {} of {} different TorchScript types (different "
+                    "constants, such as layer sizes): only members of one type are fused",
+                    joinPaths(siblings), key.second, indices.size()));
   }
-  groups.erase(std::remove_if(groups.begin(), groups.end(), [](const auto& g) { return g.size() < 2; }),
-               groups.end());
+  groups.erase(std::remove_if(groups.begin(), groups.end(), [](const auto& g) { return g.size() < 2; }), groups.end());
   return groups;
 }
 
@@ -259,10 +260,12 @@ std::string dataDependence(const std::string& reader, const std::string& writer)
 }
 
 std::optional<std::string> whyWritesItsInput(const Block* code, std::set<const Value*> inputs,
-                                            const std::string& path) {
+                                             const std::string& path) {
   if (!writesTo(code, inputs)) return std::nullopt;
-  return fmt::format("{} writes in place to its input (which other members may read): the members must run in "
-                     "their order", path);
+  return fmt::format(
+      "{} writes in place to its input (which other members may read): the members must run in "
+      "their order",
+      path);
 }
 
 }  // namespace hfta::parallel

@@ -75,6 +75,6 @@ std::string dataDependence(const std::string& reader, const std::string& writer)
 // member's) writes in place to one of its `inputs` or a view of one, which
 // other members may read; nothing if it does not.
 std::optional<std::string> whyWritesItsInput(const torch::jit::Block* code, std::set<const torch::jit::Value*> inputs,
-                                            const std::string& path);
+                                             const std::string& path);
 
 }  // namespace hfta::parallel

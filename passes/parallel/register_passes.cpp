@@ -5,8 +5,8 @@
 #include <iostream>
 #include <mutex>
 
-#include "passes/hfta/register.h"
 #include "passes/hfta/parallel.h"
+#include "passes/hfta/register.h"
 
 namespace hfta {
 namespace {

@@ -1,13 +1,13 @@
 #include "passes/verify/lockstep.h"
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 #include <fmt/ostream.h>
+#include <fmt/ranges.h>
 
 #include <unordered_map>
 
-#include "passes/ir/diagnostics.h"
 #include "passes/hfta/hfta.h"
+#include "passes/ir/diagnostics.h"
 
 namespace hfta {
 namespace {
@@ -26,8 +26,7 @@ constexpr const char* kSameCodeHint =
 std::string ivalueText(const c10::IValue& v) {
   if (v.isTensor()) {
     const auto& t = v.toTensor();
-    return fmt::format("a {} tensor of shape [{}]", c10::toString(t.scalar_type()),
-                       fmt::join(t.sizes(), ", "));
+    return fmt::format("a {} tensor of shape [{}]", c10::toString(t.scalar_type()), fmt::join(t.sizes(), ", "));
   }
   if (v.isDouble()) {
     // Python's spelling: 0.1, 2.0 (not 0.10000000000000001, 2).
@@ -56,34 +55,41 @@ std::optional<std::string> constantDifference(const Value* tmpl, const Value* me
   const auto tv = torch::jit::toIValue(tmpl);
   const auto mv = torch::jit::toIValue(member);
   if (tv.has_value() != mv.has_value() || (tv && !ivaluesEqual(*tv, *mv))) {
-    return fmt::format("{} in one and {} in the other", tv ? ivalueText(*tv) : "None",
-                       mv ? ivalueText(*mv) : "None");
+    return fmt::format("{} in one and {} in the other", tv ? ivalueText(*tv) : "None", mv ? ivalueText(*mv) : "None");
   }
   return std::nullopt;
 }
-
 
 // A node attribute (not a constant's value) as text, for comparison.
 std::string attributeText(const Node* n, torch::jit::Symbol name) {
   using torch::jit::AttributeKind;
   switch (n->kindOf(name)) {
-    case AttributeKind::i: return std::to_string(n->i(name));
-    case AttributeKind::f: return fmt::format("{}", n->f(name));
-    case AttributeKind::s: return n->s(name);
-    case AttributeKind::is: return fmt::format("{}", n->is(name));
-    case AttributeKind::fs: return fmt::format("{}", n->fs(name));
-    case AttributeKind::ss: return fmt::format("{}", n->ss(name));
-    case AttributeKind::ty: return demangledTypeName(n->ty(name));
-    case AttributeKind::ival: return ivalueText(n->ival(name));
-    case AttributeKind::t: return ivalueText(n->t(name));
-    default: return fmt::format("<attribute of kind {}>", toString(n->kindOf(name)));
+    case AttributeKind::i:
+      return std::to_string(n->i(name));
+    case AttributeKind::f:
+      return fmt::format("{}", n->f(name));
+    case AttributeKind::s:
+      return n->s(name);
+    case AttributeKind::is:
+      return fmt::format("{}", n->is(name));
+    case AttributeKind::fs:
+      return fmt::format("{}", n->fs(name));
+    case AttributeKind::ss:
+      return fmt::format("{}", n->ss(name));
+    case AttributeKind::ty:
+      return demangledTypeName(n->ty(name));
+    case AttributeKind::ival:
+      return ivalueText(n->ival(name));
+    case AttributeKind::t:
+      return ivalueText(n->t(name));
+    default:
+      return fmt::format("<attribute of kind {}>", toString(n->kindOf(name)));
   }
 }
 
 class GraphLockstep {
  public:
-  explicit GraphLockstep(const std::vector<MemberGraph>& members)
-      : members_(members), to_template_(members.size()) {}
+  explicit GraphLockstep(const std::vector<MemberGraph>& members) : members_(members), to_template_(members.size()) {}
 
   void run() {
     for (size_t b = 1; b < members_.size(); ++b) {
@@ -99,15 +105,14 @@ class GraphLockstep {
       return "";
     }
     const auto& use = n->output()->uses()[0];
-    return fmt::format(" (in the list passed as argument {} of `{}`)", use.offset,
-                       use.user->kind().toQualString());
+    return fmt::format(" (in the list passed as argument {} of `{}`)", use.offset, use.user->kind().toQualString());
   }
 
   [[noreturn]] void mismatch(size_t b, const Node* t, const Node* m, const std::string& what) {
-    throw UserError(fmt::format(
-        "{} does not match {}: {}{}. {} has {}; {} has {}. {}.", members_[b].name,
-        members_[0].name, what, consumer(t), members_[0].name, t ? describeNode(t) : "no further node",
-        members_[b].name, m ? describeNode(m) : "no further node", kSameCodeHint));
+    throw UserError(fmt::format("{} does not match {}: {}{}. {} has {}; {} has {}. {}.", members_[b].name,
+                                members_[0].name, what, consumer(t), members_[0].name,
+                                t ? describeNode(t) : "no further node", members_[b].name,
+                                m ? describeNode(m) : "no further node", kSameCodeHint));
   }
 
   void mapValues(size_t b, at::ArrayRef<const Value*> tmpl, at::ArrayRef<const Value*> member) {
@@ -131,17 +136,16 @@ class GraphLockstep {
   void verifyBlock(size_t b, const Block* tmpl, const Block* member) {
     if (tmpl->inputs().size() != member->inputs().size()) {
       mismatch(b, tmpl->owningNode(), member->owningNode(),
-               fmt::format("a block takes {} inputs in one and {} in the other",
-                           tmpl->inputs().size(), member->inputs().size()));
+               fmt::format("a block takes {} inputs in one and {} in the other", tmpl->inputs().size(),
+                           member->inputs().size()));
     }
     if (tmpl->owningNode() == nullptr) {  // the graph's own inputs
       for (size_t i = 0; i < tmpl->inputs().size(); ++i) {
         const auto t = demangledTypeName(tmpl->inputs()[i]->type());
         const auto m = demangledTypeName(member->inputs()[i]->type());
         if (t != m) {
-          throw UserError(fmt::format(
-              "{} does not match {}: input {} of forward is {} in one and {} in the other. {}.",
-              members_[b].name, members_[0].name, i, t, m, kSameCodeHint));
+          throw UserError(fmt::format("{} does not match {}: input {} of forward is {} in one and {} in the other. {}.",
+                                      members_[b].name, members_[0].name, i, t, m, kSameCodeHint));
         }
       }
     }
@@ -156,8 +160,7 @@ class GraphLockstep {
                "one graph has more operations than the other");
     }
     for (size_t i = 0; i < tmpl->outputs().size(); ++i) {
-      if (i >= member->outputs().size() ||
-          !sameSource(b, tmpl->outputs()[i], member->outputs()[i])) {
+      if (i >= member->outputs().size() || !sameSource(b, tmpl->outputs()[i], member->outputs()[i])) {
         mismatch(b, tmpl->return_node(), member->return_node(), "they return different values");
       }
     }
@@ -189,9 +192,8 @@ class GraphLockstep {
       if (name == kWarnId) continue;
       if (!m->hasAttribute(name) || attributeText(t, name) != attributeText(m, name)) {
         mismatch(b, t, m,
-                 fmt::format("attribute `{}` is {} in one and {} in the other",
-                             name.toUnqualString(), attributeText(t, name),
-                             m->hasAttribute(name) ? attributeText(m, name) : "missing"));
+                 fmt::format("attribute `{}` is {} in one and {} in the other", name.toUnqualString(),
+                             attributeText(t, name), m->hasAttribute(name) ? attributeText(m, name) : "missing"));
       }
     }
     if (t->outputs().size() != m->outputs().size()) {
@@ -219,18 +221,16 @@ class GraphLockstep {
   std::vector<std::unordered_map<const Value*, const Value*>> to_template_;
 };
 
-void verifyModulePair(const torch::jit::Module& tmpl, const torch::jit::Module& member,
-                      const std::string& prefix, const std::string& tmpl_name,
-                      const std::string& member_name) {
+void verifyModulePair(const torch::jit::Module& tmpl, const torch::jit::Module& member, const std::string& prefix,
+                      const std::string& tmpl_name, const std::string& member_name) {
   const auto tmpl_type = tmpl.type();
   const auto member_type = member.type();
   auto fail = [&](const std::string& what, const std::string& fix) {
     throw UserError(fmt::format("{} does not match {}: {}. {}.", member_name, tmpl_name, what, fix));
   };
   if (tmpl_type->numAttributes() != member_type->numAttributes()) {
-    fail(fmt::format("module `{}` has {} attributes in one and {} in the other",
-                     prefix.empty() ? "<root>" : prefix, tmpl_type->numAttributes(),
-                     member_type->numAttributes()),
+    fail(fmt::format("module `{}` has {} attributes in one and {} in the other", prefix.empty() ? "<root>" : prefix,
+                     tmpl_type->numAttributes(), member_type->numAttributes()),
          kSameCodeHint);
   }
   for (size_t i = 0; i < tmpl_type->numAttributes(); ++i) {
@@ -240,8 +240,7 @@ void verifyModulePair(const torch::jit::Module& tmpl, const torch::jit::Module& 
     if (!slot) fail(fmt::format("`{}` is missing", qualified), kSameCodeHint);
     if (tmpl_type->is_parameter(i) != member_type->is_parameter(*slot) ||
         tmpl_type->is_buffer(i) != member_type->is_buffer(*slot)) {
-      fail(fmt::format("`{}` is a parameter or buffer in one and not in the other", qualified),
-           kSameCodeHint);
+      fail(fmt::format("`{}` is a parameter or buffer in one and not in the other", qualified), kSameCodeHint);
     }
     const auto tv = tmpl._ivalue()->getSlot(i);
     const auto mv = member._ivalue()->getSlot(*slot);
@@ -250,18 +249,14 @@ void verifyModulePair(const torch::jit::Module& tmpl, const torch::jit::Module& 
     } else if (tv.isTensor() && mv.isTensor()) {
       const auto &x = tv.toTensor(), &y = mv.toTensor();
       if (x.sizes() != y.sizes() || x.scalar_type() != y.scalar_type()) {
-        fail(fmt::format("`{}` is {} in one and {} in the other", qualified, ivalueText(tv),
-                         ivalueText(mv)),
+        fail(fmt::format("`{}` is {} in one and {} in the other", qualified, ivalueText(tv), ivalueText(mv)),
              "Fused members must have the same layer sizes and dtypes");
       }
-    } else if (tv.isTensor() != mv.isTensor() || tv.isModule() != mv.isModule() ||
-               !(tv == mv)) {
-      const std::string fix =
-          name == "training"
-              ? "Put every member in the same mode (all .train() or all .eval()) before saving"
-              : "Non-tensor attributes steer the program and must be equal in every member";
-      fail(fmt::format("attribute `{}` is {} in one and {} in the other", qualified,
-                       ivalueText(tv), ivalueText(mv)),
+    } else if (tv.isTensor() != mv.isTensor() || tv.isModule() != mv.isModule() || !(tv == mv)) {
+      const std::string fix = name == "training"
+                                  ? "Put every member in the same mode (all .train() or all .eval()) before saving"
+                                  : "Non-tensor attributes steer the program and must be equal in every member";
+      fail(fmt::format("attribute `{}` is {} in one and {} in the other", qualified, ivalueText(tv), ivalueText(mv)),
            fix);
     }
   }
@@ -269,12 +264,9 @@ void verifyModulePair(const torch::jit::Module& tmpl, const torch::jit::Module& 
 
 }  // namespace
 
-void verifyGraphsInLockstep(const std::vector<MemberGraph>& members) {
-  GraphLockstep(members).run();
-}
+void verifyGraphsInLockstep(const std::vector<MemberGraph>& members) { GraphLockstep(members).run(); }
 
-void verifyModulesInLockstep(const std::vector<torch::jit::Module>& modules,
-                             const std::vector<std::string>& names) {
+void verifyModulesInLockstep(const std::vector<torch::jit::Module>& modules, const std::vector<std::string>& names) {
   for (size_t b = 1; b < modules.size(); ++b) {
     verifyModulePair(modules[0], modules[b], "", names[0], names[b]);
   }

@@ -21,7 +21,6 @@ void verifyGraphsInLockstep(const std::vector<MemberGraph>& members);
 
 // Parameters, buffers and other attributes of the module hierarchies: the
 // same qualified names, tensor shapes and dtypes, non-tensor values.
-void verifyModulesInLockstep(const std::vector<torch::jit::Module>& modules,
-                             const std::vector<std::string>& names);
+void verifyModulesInLockstep(const std::vector<torch::jit::Module>& modules, const std::vector<std::string>& names);
 
 }  // namespace hfta

@@ -6,8 +6,11 @@ namespace hfta::optim {
 
 FusedAdagrad::FusedAdagrad(std::vector<at::Tensor> params, int64_t array_size, AdagradOptions o)
     : FusedOptimizer("Adagrad", std::move(params), array_size,
-                     {{"lr", o.lr}, {"lr_decay", o.lr_decay}, {"weight_decay", o.weight_decay},
-                      {"initial_accumulator_value", o.initial_accumulator_value}, {"eps", o.eps}}) {
+                     {{"lr", o.lr},
+                      {"lr_decay", o.lr_decay},
+                      {"weight_decay", o.weight_decay},
+                      {"initial_accumulator_value", o.initial_accumulator_value},
+                      {"eps", o.eps}}) {
   checkAll();
 }
 

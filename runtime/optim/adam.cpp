@@ -11,8 +11,12 @@ FusedAdam::FusedAdam(std::vector<at::Tensor> params, int64_t array_size, AdamOpt
 FusedAdam::FusedAdam(std::string name, std::vector<at::Tensor> params, int64_t array_size, AdamOptions o,
                      bool decoupled_weight_decay)
     : FusedOptimizer(std::move(name), std::move(params), array_size,
-                     {{"lr", o.lr}, {"beta1", o.beta1}, {"beta2", o.beta2}, {"eps", o.eps},
-                      {"weight_decay", o.weight_decay}, {"amsgrad", o.amsgrad}}),
+                     {{"lr", o.lr},
+                      {"beta1", o.beta1},
+                      {"beta2", o.beta2},
+                      {"eps", o.eps},
+                      {"weight_decay", o.weight_decay},
+                      {"amsgrad", o.amsgrad}}),
       decoupled_weight_decay_(decoupled_weight_decay) {
   checkAll();
 }

@@ -19,7 +19,6 @@ at::Tensor clip_grad_norm_per_member(const std::vector<at::Tensor>& params, int6
                                      const PerMember& max_norm, double norm_type = 2.0);
 
 // Clamps member b's gradients to [-clip_value[b], clip_value[b]].
-void clip_grad_value_per_member(const std::vector<at::Tensor>& params, int64_t array_size,
-                                const PerMember& clip_value);
+void clip_grad_value_per_member(const std::vector<at::Tensor>& params, int64_t array_size, const PerMember& clip_value);
 
 }  // namespace hfta::optim

@@ -1,16 +1,14 @@
 // Picks the CPU driver's build for this CPU, once.
-#include "runtime/optim/cpu_loop.h"
-
 #include <cstdlib>
 #include <string>
 
-#define HFTA_DECLARE_CPU_DRIVER(ISA)                                                                 \
-  namespace hfta::optim::cpu::ISA {                                                                  \
-  template <typename Rule>                                                                           \
-  void updateWith(at::Tensor& param, const at::Tensor& grad,                                         \
-                  const std::array<at::Tensor*, rules::kMaxStates>& states,                          \
-                  const std::vector<typename Rule::Scalars>& scalars,                                \
-                  const std::vector<uint8_t>& frozen);                                               \
+#include "runtime/optim/cpu_loop.h"
+
+#define HFTA_DECLARE_CPU_DRIVER(ISA)                                                                                   \
+  namespace hfta::optim::cpu::ISA {                                                                                    \
+  template <typename Rule>                                                                                             \
+  void updateWith(at::Tensor& param, const at::Tensor& grad, const std::array<at::Tensor*, rules::kMaxStates>& states, \
+                  const std::vector<typename Rule::Scalars>& scalars, const std::vector<uint8_t>& frozen);             \
   }
 HFTA_DECLARE_CPU_DRIVER(DEFAULT)
 HFTA_DECLARE_CPU_DRIVER(AVX2)
@@ -46,9 +44,8 @@ void update(at::Tensor& param, const at::Tensor& grad, const std::array<at::Tens
   }
 }
 
-#define HFTA_CPU_UPDATE(RULE)                                                                        \
-  template void update<rules::RULE>(at::Tensor&, const at::Tensor&,                                  \
-                                    const std::array<at::Tensor*, rules::kMaxStates>&,               \
+#define HFTA_CPU_UPDATE(RULE)                                                                                          \
+  template void update<rules::RULE>(at::Tensor&, const at::Tensor&, const std::array<at::Tensor*, rules::kMaxStates>&, \
                                     const std::vector<rules::RULE::Scalars>&, const std::vector<uint8_t>&);
 HFTA_FOR_EACH_UPDATE_RULE(HFTA_CPU_UPDATE)
 #undef HFTA_CPU_UPDATE

@@ -44,8 +44,8 @@ void forEachMemberRange(int64_t members, int64_t member_numel, const Body& body)
 
 // Elements [begin, end) with V = `Math` type: a SIMD vector or a scalar.
 template <typename Rule, typename V, int kWidth, typename scalar_t, typename Load, typename Store>
-int64_t updateRange(scalar_t* p, const scalar_t* g, const std::array<scalar_t*, rules::kMaxStates>& s,
-                    int64_t begin, int64_t end, const typename Rule::Scalars& sc, const Load& load, const Store& store) {
+int64_t updateRange(scalar_t* p, const scalar_t* g, const std::array<scalar_t*, rules::kMaxStates>& s, int64_t begin,
+                    int64_t end, const typename Rule::Scalars& sc, const Load& load, const Store& store) {
   int64_t k = begin;
   for (; k + kWidth <= end; k += kWidth) {
     V state[rules::kMaxStates];

@@ -2,11 +2,10 @@
 // instruction set (CPU_CAPABILITY).
 namespace hfta::optim::cpu {
 inline namespace CPU_CAPABILITY {
-#define HFTA_CPU_RULE(RULE)                                                                          \
-  template void updateWith<rules::RULE>(at::Tensor&, const at::Tensor&,                             \
-                                        const std::array<at::Tensor*, rules::kMaxStates>&,          \
-                                        const std::vector<rules::RULE::Scalars>&,                   \
-                                        const std::vector<uint8_t>&);
+#define HFTA_CPU_RULE(RULE)                                                                \
+  template void updateWith<rules::RULE>(at::Tensor&, const at::Tensor&,                    \
+                                        const std::array<at::Tensor*, rules::kMaxStates>&, \
+                                        const std::vector<rules::RULE::Scalars>&, const std::vector<uint8_t>&);
 HFTA_FOR_EACH_UPDATE_RULE(HFTA_CPU_RULE)
 #undef HFTA_CPU_RULE
 }  // namespace CPU_CAPABILITY

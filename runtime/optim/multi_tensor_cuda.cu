@@ -52,8 +52,8 @@ __global__ void multiTensorKernel(const TensorPointers<scalar_t>* tensors, const
 // Appends `n` objects to a byte buffer and returns where they start.
 template <typename T>
 size_t append(std::vector<char>& bytes, const T* data, size_t n) {
-  const size_t offset = (bytes.size() + alignof(std::max_align_t) - 1) / alignof(std::max_align_t) *
-                        alignof(std::max_align_t);
+  const size_t offset =
+      (bytes.size() + alignof(std::max_align_t) - 1) / alignof(std::max_align_t) * alignof(std::max_align_t);
   bytes.resize(offset + n * sizeof(T));
   std::memcpy(bytes.data() + offset, data, n * sizeof(T));
   return offset;
@@ -67,8 +67,8 @@ void multiTensorApply(TensorGroup& group, const std::vector<typename Rule::Scala
   if (group.params.empty()) return;
   const auto& first = group.params[0];
   TORCH_CHECK(first.is_cuda(), "hfta optimizer: multiTensorApply needs CUDA tensors");
-  TORCH_CHECK(scalars.size() == group.params.size() * members, "hfta optimizer: ", scalars.size(),
-              " scalars for ", group.params.size(), " tensors of ", members, " members");
+  TORCH_CHECK(scalars.size() == group.params.size() * members, "hfta optimizer: ", scalars.size(), " scalars for ",
+              group.params.size(), " tensors of ", members, " members");
   const c10::cuda::CUDAGuard guard(first.device());
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, first.scalar_type(), "hfta_multi_tensor", [&] {
     std::vector<TensorPointers<scalar_t>> tensors;
@@ -110,7 +110,7 @@ void multiTensorApply(TensorGroup& group, const std::vector<typename Rule::Scala
   });
 }
 
-#define HFTA_CUDA_APPLY(RULE)                                                                        \
+#define HFTA_CUDA_APPLY(RULE)                                                                                  \
   template void multiTensorApply<rules::RULE>(TensorGroup&, const std::vector<rules::RULE::Scalars>&, int64_t, \
                                               const std::vector<uint8_t>&);
 HFTA_FOR_EACH_UPDATE_RULE(HFTA_CUDA_APPLY)

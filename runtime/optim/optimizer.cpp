@@ -1,9 +1,8 @@
 #include "runtime/optim/optimizer.h"
 
-#include <torch/serialize.h>
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <torch/serialize.h>
 
 #include <fstream>
 #include <iterator>
@@ -13,19 +12,17 @@
 
 namespace hfta::optim {
 
-void checkRange(const Hyper& hyper, const std::string& key, int64_t array_size, double lo, double hi,
-                bool hi_open) {
+void checkRange(const Hyper& hyper, const std::string& key, int64_t array_size, double lo, double hi, bool hi_open) {
   for (int64_t b = 0; b < array_size; ++b) {
     const double v = hyper.at(key).at(b);
     if (!(v >= lo && (hi_open ? v < hi : v <= hi))) {
-      throw std::invalid_argument(fmt::format("{} of member {} is {}; it must be in [{}, {}{}", key, b, v,
-                                              lo, hi, hi_open ? ")" : "]"));
+      throw std::invalid_argument(
+          fmt::format("{} of member {} is {}; it must be in [{}, {}{}", key, b, v, lo, hi, hi_open ? ")" : "]"));
     }
   }
 }
 
-FusedOptimizer::FusedOptimizer(std::string name, std::vector<at::Tensor> params, int64_t array_size,
-                               Hyper hyper)
+FusedOptimizer::FusedOptimizer(std::string name, std::vector<at::Tensor> params, int64_t array_size, Hyper hyper)
     : name_(std::move(name)),
       params_(std::move(params)),
       array_size_(array_size),
@@ -37,10 +34,10 @@ FusedOptimizer::FusedOptimizer(std::string name, std::vector<at::Tensor> params,
   for (size_t i = 0; i < params_.size(); ++i) {
     const auto& p = params_[i];
     if (p.dim() < 1 || p.size(0) != array_size_) {
-      throw std::invalid_argument(fmt::format(
-          "{}: parameter {} has shape [{}], not {} members stacked on dim 0; a parameter "
-          "that all members share cannot take per-member updates (keep it out of the optimizer)",
-          name_, i, fmt::join(p.sizes(), ", "), array_size_));
+      throw std::invalid_argument(
+          fmt::format("{}: parameter {} has shape [{}], not {} members stacked on dim 0; a parameter "
+                      "that all members share cannot take per-member updates (keep it out of the optimizer)",
+                      name_, i, fmt::join(p.sizes(), ", "), array_size_));
     }
     if (!p.is_contiguous()) {
       throw std::invalid_argument(fmt::format("{}: parameter {} is not contiguous", name_, i));
@@ -81,9 +78,7 @@ void FusedOptimizer::set_scheduled_hyper(const std::string& key, PerMember value
   hyper_.at(key) = std::move(value);
 }
 
-std::vector<double> FusedOptimizer::values(const std::string& key) const {
-  return hyper(key).expanded(array_size_);
-}
+std::vector<double> FusedOptimizer::values(const std::string& key) const { return hyper(key).expanded(array_size_); }
 
 bool FusedOptimizer::anyNonZero(const std::string& key) const {
   for (double v : values(key)) {
@@ -169,8 +164,8 @@ void FusedOptimizer::load_state_dict(const c10::IValue& value) {
     for (const auto& entry : state.get(i).toGenericDict()) {
       const auto t = entry.value().toTensor();
       if (t.sizes() != params_[i].sizes()) {
-        fail(fmt::format("state {} of parameter {} has shape [{}], the parameter [{}]", entry.key().toStringRef(),
-                         i, fmt::join(t.sizes(), ", "), fmt::join(params_[i].sizes(), ", ")));
+        fail(fmt::format("state {} of parameter {} has shape [{}], the parameter [{}]", entry.key().toStringRef(), i,
+                         fmt::join(t.sizes(), ", "), fmt::join(params_[i].sizes(), ", ")));
       }
       tensors[i][entry.key().toStringRef()] = t.to(params_[i].options()).contiguous();
     }
@@ -189,7 +184,8 @@ void FusedOptimizer::load_state_dict(const c10::IValue& value) {
 
 void FusedOptimizer::save(const std::string& path) const {
   const auto bytes = torch::pickle_save(state_dict());
-  writeAtomically(path, [&](std::ostream& out) { out.write(bytes.data(), static_cast<std::streamsize>(bytes.size())); });
+  writeAtomically(path,
+                  [&](std::ostream& out) { out.write(bytes.data(), static_cast<std::streamsize>(bytes.size())); });
 }
 
 void FusedOptimizer::load(const std::string& path) {

@@ -5,8 +5,12 @@ namespace hfta::optim {
 
 FusedRMSprop::FusedRMSprop(std::vector<at::Tensor> params, int64_t array_size, RMSpropOptions o)
     : FusedOptimizer("RMSprop", std::move(params), array_size,
-                     {{"lr", o.lr}, {"alpha", o.alpha}, {"eps", o.eps}, {"weight_decay", o.weight_decay},
-                      {"momentum", o.momentum}, {"centered", o.centered}}) {
+                     {{"lr", o.lr},
+                      {"alpha", o.alpha},
+                      {"eps", o.eps},
+                      {"weight_decay", o.weight_decay},
+                      {"momentum", o.momentum},
+                      {"centered", o.centered}}) {
   checkAll();
 }
 

@@ -41,7 +41,8 @@ void LRScheduler::load_state_dict(const c10::IValue& state) {
   const auto d = state.toGenericDict();
   const auto base = d.at("base_lrs").toDoubleVector();
   if (static_cast<int64_t>(base.size()) != members()) {
-    throw std::invalid_argument(fmt::format("scheduler state for {} members, the optimizer has {}", base.size(), members()));
+    throw std::invalid_argument(
+        fmt::format("scheduler state for {} members, the optimizer has {}", base.size(), members()));
   }
   base_lrs_ = base;
   last_epoch_ = d.at("last_epoch").toInt() - 1;
@@ -63,7 +64,9 @@ double StepLR::lrAt(int64_t b, int64_t epoch) const {
 }
 
 MultiStepLR::MultiStepLR(FusedOptimizer& optimizer, std::vector<int64_t> milestones, PerMember gamma)
-    : LRScheduler(optimizer), milestones_(std::move(milestones)), gamma_(expand(gamma, members(), "MultiStepLR gamma")) {
+    : LRScheduler(optimizer),
+      milestones_(std::move(milestones)),
+      gamma_(expand(gamma, members(), "MultiStepLR gamma")) {
   std::sort(milestones_.begin(), milestones_.end());
   start();
 }
@@ -103,8 +106,8 @@ LinearLR::LinearLR(FusedOptimizer& optimizer, PerMember start_factor, PerMember 
       total_(expand(total_iters, members(), "LinearLR total_iters")) {
   for (int64_t b = 0; b < members(); ++b) {
     if (start_[b] <= 0 || start_[b] > 1 || end_[b] < 0 || end_[b] > 1 || total_[b] < 1) {
-      throw std::invalid_argument(fmt::format(
-          "LinearLR: member {} needs 0 < start_factor <= 1, 0 <= end_factor <= 1 and total_iters >= 1", b));
+      throw std::invalid_argument(
+          fmt::format("LinearLR: member {} needs 0 < start_factor <= 1, 0 <= end_factor <= 1 and total_iters >= 1", b));
     }
   }
   start();
@@ -129,7 +132,8 @@ OneCycleLR::OneCycleLR(FusedOptimizer& optimizer, OneCycleOptions options)
     const auto& hyper = optimizer.hyper();
     momentum_key_ = hyper.count("momentum") ? "momentum" : hyper.count("beta1") ? "beta1" : "";
     if (momentum_key_.empty()) {
-      throw std::invalid_argument(optimizer.name() + " has no momentum or beta1 for OneCycleLR to cycle; "
+      throw std::invalid_argument(optimizer.name() +
+                                  " has no momentum or beta1 for OneCycleLR to cycle; "
                                   "pass cycle_momentum = false");
     }
   }
@@ -146,8 +150,8 @@ double OneCycleLR::phaseValue(int64_t b, int64_t step, double initial, double pe
   // As torch, one step more is allowed: it extrapolates the last phase past
   // the end of the cycle (to a negative rate with anneal_strategy "linear").
   if (step > options_.total_steps) {
-    throw std::out_of_range(fmt::format("OneCycleLR: step {} is past the cycle of total_steps = {}", step,
-                                        options_.total_steps));
+    throw std::out_of_range(
+        fmt::format("OneCycleLR: step {} is past the cycle of total_steps = {}", step, options_.total_steps));
   }
   const double warmup_end = options_.pct_start.at(b) * static_cast<double>(options_.total_steps) - 1;
   const double total_end = static_cast<double>(options_.total_steps) - 1;
@@ -164,8 +168,8 @@ void OneCycleLR::applyOthers(int64_t epoch) {
   if (momentum_key_.empty()) return;
   std::vector<double> momentum(members());
   for (int64_t b = 0; b < members(); ++b) {
-    momentum[b] = phaseValue(b, epoch, options_.max_momentum.at(b), options_.base_momentum.at(b),
-                             options_.max_momentum.at(b));
+    momentum[b] =
+        phaseValue(b, epoch, options_.max_momentum.at(b), options_.base_momentum.at(b), options_.max_momentum.at(b));
   }
   optimizer_.set_scheduled_hyper(momentum_key_, momentum);
 }
@@ -179,14 +183,15 @@ ReduceLROnPlateau::ReduceLROnPlateau(FusedOptimizer& optimizer, PlateauOptions o
   if (options_.threshold_mode != "rel" && options_.threshold_mode != "abs") {
     throw std::invalid_argument("ReduceLROnPlateau: threshold_mode must be \"rel\" or \"abs\"");
   }
-  for (const auto* v : {&options_.factor, &options_.patience, &options_.threshold, &options_.cooldown, &options_.min_lr}) {
+  for (const auto* v :
+       {&options_.factor, &options_.patience, &options_.threshold, &options_.cooldown, &options_.min_lr}) {
     v->check(b, "ReduceLROnPlateau option");
   }
   for (int64_t m = 0; m < b; ++m) {
     if (options_.factor.at(m) >= 1) throw std::invalid_argument("ReduceLROnPlateau: factor must be below 1");
   }
-  const double worst = options_.mode == "min" ? std::numeric_limits<double>::infinity()
-                                              : -std::numeric_limits<double>::infinity();
+  const double worst =
+      options_.mode == "min" ? std::numeric_limits<double>::infinity() : -std::numeric_limits<double>::infinity();
   best_.assign(b, worst);
   bad_epochs_.assign(b, 0);
   cooldown_left_.assign(b, 0);

@@ -9,8 +9,11 @@ namespace hfta::optim {
 
 FusedSGD::FusedSGD(std::vector<at::Tensor> params, int64_t array_size, SGDOptions o)
     : FusedOptimizer("SGD", std::move(params), array_size,
-                     {{"lr", o.lr}, {"momentum", o.momentum}, {"dampening", o.dampening},
-                      {"weight_decay", o.weight_decay}, {"nesterov", o.nesterov}}) {
+                     {{"lr", o.lr},
+                      {"momentum", o.momentum},
+                      {"dampening", o.dampening},
+                      {"weight_decay", o.weight_decay},
+                      {"nesterov", o.nesterov}}) {
   checkAll();
 }
 

@@ -25,7 +25,8 @@ RuleResult fuseConstruct(RuleContext& ctx) {
 
 // Unpacking and indexing: the container is an Array, any index uniform.
 RuleResult fuseAccess(RuleContext& ctx) {
-  if (ctx.kind(0) != ValueKind::Array) return RuleResult::decline("the container differs per member and is not an array");
+  if (ctx.kind(0) != ValueKind::Array)
+    return RuleResult::decline("the container differs per member and is not an array");
   if (!ctx.uniformFrom(1)) return RuleResult::decline("the index differs per member");
   ctx.bindOutputsByType(ctx.insertCopy({}));
   return RuleResult::fused();

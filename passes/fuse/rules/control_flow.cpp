@@ -30,8 +30,8 @@ ValueKind joinKinds(const std::vector<FusedValue>& branches) {
   auto any = [&](ValueKind k) {
     return std::any_of(branches.begin(), branches.end(), [&](const FusedValue& v) { return v.kind == k; });
   };
-  const bool all_folded = std::all_of(branches.begin(), branches.end(),
-                                      [](const FusedValue& v) { return v.kind == ValueKind::Folded; });
+  const bool all_folded =
+      std::all_of(branches.begin(), branches.end(), [](const FusedValue& v) { return v.kind == ValueKind::Folded; });
   if (all_folded) return ValueKind::Folded;
   if (any(ValueKind::PerMember)) return ValueKind::PerMember;
   if (any(ValueKind::Array) || any(ValueKind::Folded)) return ValueKind::Array;
@@ -68,9 +68,8 @@ RuleResult fuseIf(RuleContext& ctx) {
       WithInsertPoint end_of_branch(fused->blocks()[b]);
       fused->blocks()[b]->registerOutput(convert(ctx.fuser(), per_branch[b], kind));
     }
-    fused->addOutput()->setType(kind == ValueKind::PerMember
-                                    ? c10::ListType::create(tmpl->output(i)->type())
-                                    : tmpl->output(i)->type());
+    fused->addOutput()->setType(kind == ValueKind::PerMember ? c10::ListType::create(tmpl->output(i)->type())
+                                                             : tmpl->output(i)->type());
     ctx.bindOutput(i, fused->output(i), kind);
   }
   return RuleResult::fused();

@@ -48,8 +48,8 @@ RuleResult fuseGenericConvolution(RuleContext& ctx) {
   if (auto declined = declineConvolution(ctx)) return *declined;
   const auto transposed = torch::jit::constant_as<bool>(ctx.input(6).value);
   if (!transposed) return RuleResult::decline("whether the convolution is transposed is not a constant");
-  std::vector<torch::jit::NamedValue> args{convolutionInput(ctx), ctx.array(1), ctx.arrayOrNone(2),
-                                           ctx.uniform(3), ctx.uniform(4)};
+  std::vector<torch::jit::NamedValue> args{convolutionInput(ctx), ctx.array(1), ctx.arrayOrNone(2), ctx.uniform(3),
+                                           ctx.uniform(4)};
   if (*transposed) {
     args.insert(args.end(), {ctx.uniform(7), ctx.uniform(8), ctx.uniform(5)});
   } else {
@@ -67,21 +67,31 @@ RuleResult fuseConvTranspose(RuleContext& ctx) { return fuseConvolution(ctx, kCo
 
 std::vector<RuleEntry> convRules() {
   return {
-      {"aten::conv1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=[1], SymInt[1] padding=[0], SymInt[1] dilation=[1], SymInt groups=1) -> Tensor",
+      {"aten::conv1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=[1], SymInt[1] padding=[0], "
+       "SymInt[1] dilation=[1], SymInt groups=1) -> Tensor",
        "conv", fuseConv},
-      {"aten::conv2d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=[1, 1], SymInt[2] padding=[0, 0], SymInt[2] dilation=[1, 1], SymInt groups=1) -> Tensor",
+      {"aten::conv2d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=[1, 1], SymInt[2] padding=[0, "
+       "0], SymInt[2] dilation=[1, 1], SymInt groups=1) -> Tensor",
        "conv", fuseConv},
-      {"aten::conv1d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=[1], str padding=\"valid\", SymInt[1] dilation=[1], SymInt groups=1) -> Tensor",
+      {"aten::conv1d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=[1], str "
+       "padding=\"valid\", SymInt[1] dilation=[1], SymInt groups=1) -> Tensor",
        "conv", fuseConvPadding},
-      {"aten::conv2d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=[1, 1], str padding=\"valid\", SymInt[2] dilation=[1, 1], SymInt groups=1) -> Tensor",
+      {"aten::conv2d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=[1, 1], str "
+       "padding=\"valid\", SymInt[2] dilation=[1, 1], SymInt groups=1) -> Tensor",
        "conv", fuseConvPadding},
-      {"aten::conv_transpose1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=[1], SymInt[1] padding=[0], SymInt[1] output_padding=[0], SymInt groups=1, SymInt[1] dilation=[1]) -> Tensor",
+      {"aten::conv_transpose1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=[1], SymInt[1] "
+       "padding=[0], SymInt[1] output_padding=[0], SymInt groups=1, SymInt[1] dilation=[1]) -> Tensor",
        "conv", fuseConvTranspose},
-      {"aten::conv_transpose2d.input(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=[1, 1], SymInt[2] padding=[0, 0], SymInt[2] output_padding=[0, 0], SymInt groups=1, SymInt[2] dilation=[1, 1]) -> Tensor",
+      {"aten::conv_transpose2d.input(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=[1, 1], "
+       "SymInt[2] padding=[0, 0], SymInt[2] output_padding=[0, 0], SymInt groups=1, SymInt[2] dilation=[1, 1]) -> "
+       "Tensor",
        "conv", fuseConvTranspose},
-      {"aten::convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor",
+      {"aten::convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] "
+       "dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor",
        "conv", fuseGenericConvolution},
-      {"aten::_convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, bool benchmark, bool deterministic, bool cudnn_enabled, bool allow_tf32) -> Tensor",
+      {"aten::_convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] "
+       "dilation, bool transposed, SymInt[] output_padding, SymInt groups, bool benchmark, bool deterministic, bool "
+       "cudnn_enabled, bool allow_tf32) -> Tensor",
        "conv", fuseGenericConvolution},
   };
 }

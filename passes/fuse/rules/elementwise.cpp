@@ -15,9 +15,7 @@ namespace {
 
 const c10::Symbol kAlign = c10::Symbol::fromQualString("hfta::align");
 
-bool bothFolded(const RuleContext& ctx) {
-  return ctx.kind(0) == ValueKind::Folded && ctx.kind(1) == ValueKind::Folded;
-}
+bool bothFolded(const RuleContext& ctx) { return ctx.kind(0) == ValueKind::Folded && ctx.kind(1) == ValueKind::Folded; }
 
 RuleResult fuseBinary(RuleContext& ctx) {
   if (!ctx.uniformFrom(2)) return RuleResult::decline("a scalar argument differs per member");
@@ -91,8 +89,10 @@ std::vector<RuleEntry> elementwiseRules() {
       {"aten::leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor", kFamily, fusePerElement},
       {"aten::leaky_relu_(Tensor(a!) self, Scalar negative_slope=0.01) -> Tensor(a!)", kFamily, fusePerElementInPlace},
       {"aten::softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor", kFamily, fusePerElement},
-      {"aten::elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor", kFamily, fusePerElement},
-      {"aten::elu_(Tensor(a!) self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor(a!)", kFamily, fusePerElementInPlace},
+      {"aten::elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor", kFamily,
+       fusePerElement},
+      {"aten::elu_(Tensor(a!) self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor(a!)", kFamily,
+       fusePerElementInPlace},
       {"aten::relu6(Tensor self) -> Tensor", kFamily, fusePerElement},
       {"aten::relu6_(Tensor(a!) self) -> Tensor(a!)", kFamily, fusePerElementInPlace},
       {"aten::hardswish(Tensor self) -> Tensor", kFamily, fusePerElement},
@@ -100,9 +100,12 @@ std::vector<RuleEntry> elementwiseRules() {
       {"aten::hardsigmoid(Tensor self) -> Tensor", kFamily, fusePerElement},
       {"aten::hardsigmoid_(Tensor(a!) self) -> Tensor(a!)", kFamily, fusePerElementInPlace},
       {"aten::hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor", kFamily, fusePerElement},
-      {"aten::hardtanh_(Tensor(a!) self, Scalar min_val=-1, Scalar max_val=1) -> Tensor(a!)", kFamily, fusePerElementInPlace},
+      {"aten::hardtanh_(Tensor(a!) self, Scalar min_val=-1, Scalar max_val=1) -> Tensor(a!)", kFamily,
+       fusePerElementInPlace},
       // Casts.
-      {"aten::to.dtype(Tensor(a) self, ScalarType dtype, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None) -> Tensor(a)", kFamily, fusePerElement},
+      {"aten::to.dtype(Tensor(a) self, ScalarType dtype, bool non_blocking=False, bool copy=False, MemoryFormat? "
+       "memory_format=None) -> Tensor(a)",
+       kFamily, fusePerElement},
       // Arithmetic with a scalar.
       {"aten::add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor", kFamily, fusePerElement},
       {"aten::sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor", kFamily, fusePerElement},
@@ -112,7 +115,8 @@ std::vector<RuleEntry> elementwiseRules() {
       {"aten::pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor", kFamily, fusePerElement},
       {"aten::neg(Tensor self) -> Tensor", kFamily, fusePerElement},
       {"aten::exp(Tensor self) -> Tensor", kFamily, fusePerElement},
-      {"aten::add_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)", kFamily, fusePerElementInPlace},
+      {"aten::add_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)", kFamily,
+       fusePerElementInPlace},
       {"aten::mul_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)", kFamily, fusePerElementInPlace},
       // Arithmetic between tensors.
       {"aten::add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor", kFamily, fuseBinary},

@@ -20,22 +20,18 @@ RuleResult fuseLinear(RuleContext& ctx) {
     return RuleResult::decline("the weight is shared by all members, not one per member");
   }
   if (ctx.kind(2) == ValueKind::PerMember) return RuleResult::decline("the bias is not a tensor");
-  ctx.bindOutput(0, ctx.insert(kLinear, {ctx.arrayOrBroadcast(0), ctx.array(1), ctx.arrayOrNone(2)}),
-                 ValueKind::Array);
+  ctx.bindOutput(0, ctx.insert(kLinear, {ctx.arrayOrBroadcast(0), ctx.array(1), ctx.arrayOrNone(2)}), ValueKind::Array);
   return RuleResult::fused();
 }
 
 RuleResult fuseMatmul(RuleContext& ctx) {
-  ctx.bindOutput(0, ctx.insert(kMatmul, {ctx.arrayOrBroadcast(0), ctx.arrayOrBroadcast(1)}),
-                 ValueKind::Array);
+  ctx.bindOutput(0, ctx.insert(kMatmul, {ctx.arrayOrBroadcast(0), ctx.arrayOrBroadcast(1)}), ValueKind::Array);
   return RuleResult::fused();
 }
 
 RuleResult fuseAddmm(RuleContext& ctx) {
   ctx.bindOutput(0,
-                 ctx.insert(kAddmm,
-                            {ctx.arrayOrBroadcast(0), ctx.arrayOrBroadcast(1),
-                             ctx.arrayOrBroadcast(2)},
+                 ctx.insert(kAddmm, {ctx.arrayOrBroadcast(0), ctx.arrayOrBroadcast(1), ctx.arrayOrBroadcast(2)},
                             {{"beta", ctx.uniform(3)}, {"alpha", ctx.uniform(4)}}),
                  ValueKind::Array);
   return RuleResult::fused();
@@ -54,8 +50,8 @@ std::vector<RuleEntry> linearRules() {
       {"aten::matmul(Tensor self, Tensor other) -> Tensor", "linear", fuseMatmul},
       {"aten::mm(Tensor self, Tensor mat2) -> Tensor", "linear", fuseMatmul},
       {"aten::bmm(Tensor self, Tensor mat2) -> Tensor", "linear", fuseMatmul},
-      {"aten::addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor",
-       "linear", fuseAddmm},
+      {"aten::addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor", "linear",
+       fuseAddmm},
       {"aten::t(Tensor(a) self) -> Tensor(a)", "linear", fuseTranspose},
   };
 }

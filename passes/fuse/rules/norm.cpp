@@ -50,7 +50,8 @@ RuleResult fusePrelu(RuleContext& ctx) {
 
 std::vector<RuleEntry> normRules() {
   return {
-      {"aten::batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor",
+      {"aten::batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool "
+       "training, float momentum, float eps, bool cudnn_enabled) -> Tensor",
        "norm", fuseBatchNorm},
       {"aten::prelu(Tensor self, Tensor weight) -> Tensor", "norm", fusePrelu},
   };

@@ -1,7 +1,6 @@
 // The flat registration list, and lookup by full schema.
-#include <torch/csrc/jit/runtime/operator.h>
-
 #include <fmt/format.h>
+#include <torch/csrc/jit/runtime/operator.h>
 
 #include <stdexcept>
 #include <string>

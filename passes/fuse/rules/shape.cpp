@@ -93,8 +93,7 @@ RuleResult fusePermute(RuleContext& ctx) {
 RuleResult fuseWithShape(RuleContext& ctx) {
   if (ctx.kind(1) != ValueKind::Uniform) return RuleResult::decline("the shape differs per member");
   if (ctx.kind(0) == ValueKind::Folded) {
-    ctx.bindOutput(0, ctx.insert(c10::aten::reshape, {ctx.array(0), ctx.stackedShape(1)}),
-                   ValueKind::Array);
+    ctx.bindOutput(0, ctx.insert(c10::aten::reshape, {ctx.array(0), ctx.stackedShape(1)}), ValueKind::Array);
     return RuleResult::fused();
   }
   ctx.bindOutputsByType(ctx.insertCopy({{0, ctx.array(0)}, {1, ctx.stackedShape(1)}}));
@@ -123,9 +122,9 @@ RuleResult fuseSizeOfDim(RuleContext& ctx) {
 
 RuleResult fuseSizes(RuleContext& ctx) {
   if (ctx.kind(0) == ValueKind::Folded) {
-    ctx.bindOutput(0, ctx.insert(c10::Symbol::fromQualString("hfta::folded_member_sizes"),
-                                 {ctx.input(0).value, ctx.arraySize()}),
-                   ValueKind::Uniform);
+    ctx.bindOutput(
+        0, ctx.insert(c10::Symbol::fromQualString("hfta::folded_member_sizes"), {ctx.input(0).value, ctx.arraySize()}),
+        ValueKind::Uniform);
     return RuleResult::fused();
   }
   auto* sizes = ctx.insert(c10::aten::size, {ctx.array(0)});
@@ -177,21 +176,29 @@ std::vector<RuleEntry> shapeRules() {
       {"aten::squeeze.dims(Tensor(a) self, int[] dim) -> Tensor(a)", kFamily, fuseWithDimList},
       {"aten::transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)", kFamily, fuseWithDims<1, 2>},
       {"aten::permute(Tensor(a) self, int[] dims) -> Tensor(a)", kFamily, fusePermute},
-      {"aten::slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor(a)", kFamily, fuseWithDims<1>},
+      {"aten::slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> "
+       "Tensor(a)",
+       kFamily, fuseWithDims<1>},
       {"aten::chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]", kFamily, fuseWithDims<2>},
-      {"aten::split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]", kFamily, fuseWithDims<2>},
-      {"aten::split.sizes(Tensor(a -> *) self, SymInt[] split_size, int dim=0) -> Tensor(a)[]", kFamily, fuseWithDims<2>},
+      {"aten::split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]", kFamily,
+       fuseWithDims<2>},
+      {"aten::split.sizes(Tensor(a -> *) self, SymInt[] split_size, int dim=0) -> Tensor(a)[]", kFamily,
+       fuseWithDims<2>},
       {"aten::split(Tensor(a -> *) self, int[] split_sizes, int dim=0) -> Tensor(a)[]", kFamily, fuseWithDims<2>},
-      {"aten::split_with_sizes(Tensor(a -> *) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]", kFamily, fuseWithDims<2>},
+      {"aten::split_with_sizes(Tensor(a -> *) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]", kFamily,
+       fuseWithDims<2>},
       {"aten::unbind.int(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]", kFamily, fuseWithDims<1>},
       {"aten::repeat(Tensor self, SymInt[] repeats) -> Tensor", kFamily, fuseRepeat},
       {"aten::softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor", kFamily, fuseWithDims<1>},
       {"aten::log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor", kFamily, fuseWithDims<1>},
       {"aten::contiguous(Tensor(a) self, *, MemoryFormat memory_format=0) -> Tensor(a)", kFamily, fuseWithDims<>},
-      {"aten::sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor", kFamily, fuseReduction},
-      {"aten::mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor", kFamily, fuseReduction},
+      {"aten::sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
+       kFamily, fuseReduction},
+      {"aten::mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor", kFamily,
+       fuseReduction},
       {"aten::amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor", kFamily, fuseReduction},
-      {"aten::max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)", kFamily, fuseWithDims<1>},
+      {"aten::max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)", kFamily,
+       fuseWithDims<1>},
       {"aten::view(Tensor(a) self, SymInt[] size) -> Tensor(a)", kFamily, fuseWithShape},
       {"aten::reshape(Tensor(a) self, SymInt[] shape) -> Tensor(a)", kFamily, fuseWithShape},
       {"aten::size.int(Tensor self, int dim) -> int", kFamily, fuseSizeOfDim},
