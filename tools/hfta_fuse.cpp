@@ -29,9 +29,7 @@ int main(int argc, char** argv) {
       hfta::tools::checkNotAnInput(report_json, inputs, "--report-json");
       if (report_json == output) throw hfta::UserError("-o and --report-json name the same file");
     }
-    auto members = hfta::loadMembers(inputs);
-    auto fused = hfta::fuse(members, {shared_input});
-    members.clear();  // (the members' tensors are stacked in the fused module now)
+    const auto fused = hfta::fuseFiles(inputs, {shared_input});
     // The module and its report, both or neither.
     try {
       hfta::AtomicFiles files;

@@ -4,7 +4,14 @@
 // the method below, so that split can give a member back as a plain module.
 #include <fmt/format.h>
 #include <torch/csrc/jit/passes/lower_tuples.h>
+#include <torch/csrc/jit/python/update_graph_executor_opt.h>
+#include <torch/csrc/jit/runtime/graph_executor.h>
 
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <map>
+#include <thread>
 #include <unordered_map>
 
 #include "passes/fuse/graph_fuser.h"
@@ -111,40 +118,139 @@ void addMethod(Module& module, const std::string& name, const std::shared_ptr<Gr
   module.type()->addMethod(fn);
 }
 
-}  // namespace
+std::string memberName(int64_t b, const std::string& source) { return fmt::format("model {} ({})", b, source); }
 
-FusionResult fuse(const std::vector<Member>& members, const FuseOptions& options) {
-  const auto array_size = static_cast<int64_t>(members.size());
+// Every tensor attribute of `module` and its submodules (parameters,
+// buffers and plain tensor attributes, which the fused module stacks), by
+// qualified name.
+void tensorAttributes(const Module& module, const std::string& prefix, std::map<std::string, at::Tensor>& out) {
+  const auto type = module.type();
+  for (size_t slot = 0; slot < type->numAttributes(); ++slot) {
+    const auto value = module._ivalue()->getSlot(slot);
+    const auto name = prefix + type->getAttributeName(slot);
+    if (value.isModule()) {
+      tensorAttributes(value.toModule(), name + ".", out);
+    } else if (value.isTensor()) {
+      out[name] = value.toTensor();
+    }
+  }
+}
+
+std::map<std::string, at::Tensor> tensorAttributes(const Module& module) {
+  std::map<std::string, at::Tensor> out;
+  tensorAttributes(module, "", out);
+  return out;
+}
+
+// Member 0, against which every other member is matched.
+struct FirstMember {
+  Module module;
+  std::string name;
+  std::shared_ptr<Graph> graph;  // its forward, inlined: the template
+};
+
+// Member b matched against member 0 in lockstep (modules, then inlined
+// graphs), and its tensors copied into slice b of the fused module's.
+void addMember(const Member& member, int64_t b, const FirstMember& first,
+               const std::map<std::string, at::Tensor>& stacked) {
+  const auto name = memberName(b, member.source);
+  verifyModulesInLockstep({first.module, member.module}, {first.name, name});
+  verifyGraphsInLockstep({{first.graph, first.name}, {inlinedForward(member, name), name}});
+  // memcpy, not copy_: ATen's copy would start an OpenMP team in every
+  // worker thread, and the teams' spinning starves the workers (8 members
+  // took 18 s instead of 3). Matching made sure shapes and dtypes agree.
+  for (const auto& [path, tensor] : tensorAttributes(member.module)) {
+    const auto slice = stacked.at(path).select(0, b);
+    const auto source = tensor.contiguous();
+    TORCH_INTERNAL_ASSERT(slice.is_contiguous() && slice.nbytes() == source.nbytes());
+    std::memcpy(slice.data_ptr(), source.data_ptr(), source.nbytes());
+  }
+}
+
+// Members loaded, matched and copied at once: about one per core (each
+// holds one member's tensors while it works). More pays nothing on a
+// machine whose memory bandwidth a few copies fill.
+constexpr int64_t kMaxMemberWorkers = 8;
+
+// add(b) for b = 1 .. count - 1 on up to kMaxMemberWorkers threads, in
+// order of b; after an error no new member starts, and the error of the
+// lowest b is rethrown (every member before it has been added by then, so
+// it is the one a serial run would report).
+void forEachOtherMember(int64_t count, const std::function<void(int64_t)>& add) {
+  const int64_t workers =
+      std::min<int64_t>({count - 1, kMaxMemberWorkers, std::max<int64_t>(1, std::thread::hardware_concurrency())});
+  std::atomic<int64_t> next{1};
+  std::atomic<bool> failed{false};
+  std::vector<std::exception_ptr> errors(count);
+  // The caller's graph-executor setting, which is per thread and steers how
+  // inlining reads callees' graphs: every member is inlined the same way.
+  const bool optimize = torch::jit::getGraphExecutorOptimize();
+  auto work = [&] {
+    torch::jit::GraphOptimizerEnabledGuard same_as_caller(optimize);
+    for (int64_t b = next++; b < count && !failed; b = next++) {
+      try {
+        add(b);
+      } catch (...) {
+        errors[b] = std::current_exception();
+        failed = true;
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int64_t w = 1; w < workers; ++w) threads.emplace_back(work);
+  work();
+  for (auto& t : threads) t.join();
+  for (const auto& error : errors) {
+    if (error) std::rethrow_exception(error);
+  }
+}
+
+// Caches what matching reads of the template (each node's schema), so that
+// the workers only read it.
+void warmSchemas(torch::jit::Block* block) {
+  forEachNode(block, [](torch::jit::Node* node) { node->maybeSchema(); });
+}
+
+// The members, `member_at(b)` for b < array_size, fused: member 0 sets the
+// fused module's shape; each other member is matched against it and
+// copied into the stacked tensors, then released.
+FusionResult fuseFrom(int64_t array_size, const std::function<Member(int64_t)>& member_at, const FuseOptions& options) {
   if (array_size < (options.allow_single_member ? 1 : 2)) {
     throw UserError(
         fmt::format("fusing needs at least 2 models, got {}{}. Pass every member of the sweep, e.g. "
                     "hfta-fuse model_*.pt -o fused.pt.",
-                    array_size, array_size == 1 ? " (" + members[0].source + ")" : ""));
+                    array_size, array_size == 1 ? " (" + member_at(0).source + ")" : ""));
   }
-  std::vector<Module> modules;
-  std::vector<std::string> names;
-  std::vector<MemberGraph> graphs;
-  for (int64_t b = 0; b < array_size; ++b) {
-    modules.push_back(members[b].module);
-    names.push_back(fmt::format("model {} ({})", b, members[b].source));
-  }
-  verifyModulesInLockstep(modules, names);
-  for (int64_t b = 0; b < array_size; ++b) graphs.push_back({inlinedForward(members[b], names[b]), names[b]});
-  verifyGraphsInLockstep(graphs);
+  const Member first_member = member_at(0);
+  const auto first_name = memberName(0, first_member.source);
+  const FirstMember first{first_member.module, first_name, inlinedForward(first_member, first_name)};
+  warmSchemas(first.graph->block());
 
   auto cu = std::make_shared<torch::jit::CompilationUnit>();
   ClassMap classes;
-  auto stack = [](const std::vector<at::Tensor>& tensors, bool is_parameter) {
-    auto stacked = at::stack(tensors).detach();
-    return is_parameter ? stacked.requires_grad_(tensors[0].requires_grad()) : stacked;
+  auto allocate = [array_size](const std::vector<at::Tensor>& tensors, bool is_parameter) {
+    const auto& member = tensors[0];
+    std::vector<int64_t> sizes{array_size};
+    sizes.insert(sizes.end(), member.sizes().begin(), member.sizes().end());
+    auto stacked = at::empty(sizes, member.options().requires_grad(false));
+    stacked.select(0, 0).copy_(member.detach());
+    return is_parameter ? stacked.requires_grad_(member.requires_grad()) : stacked;
   };
   auto fused_name = [](const std::string& name) {
     const std::string plain = withoutMangling(name);
     return kFusedNamespace + plain.substr(plain.rfind("__torch__.", 0) == 0 ? 10 : 0);
   };
-  Module fused = mirror(modules, cu, classes, fused_name, stack, true);
+  Module fused = mirror({first.module}, cu, classes, fused_name, allocate, true);
+  const auto stacked = tensorAttributes(fused);
+  std::vector<std::string> sources(array_size);
+  sources[0] = first_member.source;
+  forEachOtherMember(array_size, [&](int64_t b) {
+    const Member member = member_at(b);
+    addMember(member, b, first, stacked);
+    sources[b] = member.source;
+  });
 
-  const auto& tmpl = *graphs[0].graph;
+  const auto& tmpl = *first.graph;
   std::vector<ValueKind> input_kinds;
   for (size_t i = 0; i < tmpl.inputs().size(); ++i) {
     const bool per_member = i > 0 && containsTensor(tmpl.inputs()[i]->type()) && !options.shared_input;
@@ -154,16 +260,26 @@ FusionResult fuse(const std::vector<Member>& members, const FuseOptions& options
   auto forward = fuseMemberGraph(tmpl, array_size, input_kinds, result.report);
   retypeBlock(forward->block(), classes);
   addMethod(fused, "forward", forward);
-  auto member_forward = graphs[0].graph->copy();
+  auto member_forward = first.graph->copy();
   retypeBlock(member_forward->block(), classes);
   addMethod(fused, kMemberForward, member_forward);
 
-  c10::List<std::string> sources;
-  for (const auto& m : members) sources.push_back(m.source);
   fused.register_attribute(kArraySizeAttr, c10::IntType::get(), array_size);
-  fused.register_attribute(kSourcesAttr, c10::ListType::ofStrings(), sources);
+  fused.register_attribute(kSourcesAttr, c10::ListType::ofStrings(), c10::List<std::string>(sources));
   fused.register_attribute(kSharedInputAttr, c10::BoolType::get(), options.shared_input);
   return result;
+}
+
+}  // namespace
+
+FusionResult fuse(const std::vector<Member>& members, const FuseOptions& options) {
+  return fuseFrom(
+      static_cast<int64_t>(members.size()), [&](int64_t b) { return members[b]; }, options);
+}
+
+FusionResult fuseFiles(const std::vector<std::string>& paths, const FuseOptions& options) {
+  return fuseFrom(
+      static_cast<int64_t>(paths.size()), [&](int64_t b) { return loadMember(paths[b], b); }, options);
 }
 
 bool isFused(const Module& module) {

@@ -64,6 +64,8 @@ struct FusionResult {
 // Loads each path as a TorchScript module (on the CPU); UserError if a file
 // is missing or is not a TorchScript archive.
 std::vector<Member> loadMembers(const std::vector<std::string>& paths);
+// One of them: the member `index` of an array (for messages).
+Member loadMember(const std::string& path, int64_t index);
 
 // Verifies that the members match in lockstep and builds the fused module:
 // every parameter and buffer keeps its name and is stacked ([B, ...]);
@@ -71,6 +73,12 @@ std::vector<Member> loadMembers(const std::vector<std::string>& paths);
 // the module records B and its sources (README.md, "The fused module").
 // UserError on mismatch.
 FusionResult fuse(const std::vector<Member>& members, const FuseOptions& options = {});
+
+// hfta::fuse of the models in `paths`, loaded a few at a time (one per
+// core) and released once their tensors are in the fused module's, so that
+// memory holds about one copy of the members' data however many there
+// are. What hfta-fuse runs.
+FusionResult fuseFiles(const std::vector<std::string>& paths, const FuseOptions& options = {});
 
 // Member `index` of a fused module as a plain module with that member's
 // current weights; it needs nothing from hfta to load or run.

@@ -38,24 +38,24 @@ std::string whyNotLoadable(const std::string& path, const c10::Error& error) {
 
 }  // namespace
 
+Member loadMember(const std::string& path, int64_t index) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    throw UserError(
+        fmt::format("model {} ({}): no such file. Check the path; models are the .pt files written by torch.jit.save.",
+                    index, path));
+  }
+  try {
+    return {torch::jit::load(path, torch::kCPU), path};
+  } catch (const c10::Error& e) {
+    throw UserError(fmt::format("model {} ({}) {}. Save models with torch.jit.save(torch.jit.script(model), path).",
+                                index, path, whyNotLoadable(path, e)));
+  }
+}
+
 std::vector<Member> loadMembers(const std::vector<std::string>& paths) {
   std::vector<Member> members;
-  for (size_t b = 0; b < paths.size(); ++b) {
-    const auto& path = paths[b];
-    std::error_code ec;
-    if (!std::filesystem::is_regular_file(path, ec)) {
-      throw UserError(
-          fmt::format("model {} ({}): no such file. Check the path; models are the "
-                      ".pt files written by torch.jit.save.",
-                      b, path));
-    }
-    try {
-      members.push_back({torch::jit::load(path, torch::kCPU), path});
-    } catch (const c10::Error& e) {
-      throw UserError(fmt::format("model {} ({}) {}. Save models with torch.jit.save(torch.jit.script(model), path).",
-                                  b, path, whyNotLoadable(path, e)));
-    }
-  }
+  for (size_t b = 0; b < paths.size(); ++b) members.push_back(loadMember(paths[b], static_cast<int64_t>(b)));
   return members;
 }
 
