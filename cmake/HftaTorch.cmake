@@ -2,7 +2,7 @@
 # environment, so the C++ side and the Python oracle are the same build.
 find_package(Python3 REQUIRED COMPONENTS Interpreter)
 execute_process(
-  COMMAND ${Python3_EXECUTABLE} -c "import torch, torch.utils; print(torch.utils.cmake_prefix_path); print(torch.__version__)"
+  COMMAND ${Python3_EXECUTABLE} -c "import torch, torch.utils; print(torch.utils.cmake_prefix_path); print(torch.__version__); print(int(torch._C._GLIBCXX_USE_CXX11_ABI))"
   OUTPUT_VARIABLE _hfta_torch_info OUTPUT_STRIP_TRAILING_WHITESPACE
   RESULT_VARIABLE _hfta_torch_rc)
 if(NOT _hfta_torch_rc EQUAL 0)
@@ -11,6 +11,8 @@ endif()
 string(REPLACE "\n" ";" _hfta_torch_info "${_hfta_torch_info}")
 list(GET _hfta_torch_info 0 _hfta_torch_prefix)
 list(GET _hfta_torch_info 1 HFTA_TORCH_VERSION)
+list(GET _hfta_torch_info 2 HFTA_TORCH_ABI)
+get_filename_component(HFTA_TORCH_ROOT "${_hfta_torch_prefix}/../.." ABSOLUTE)
 list(APPEND CMAKE_PREFIX_PATH "${_hfta_torch_prefix}")
 if(HFTA_WITH_CUDA)
   # Torch reads its own arch list; keep it in step with CMAKE_CUDA_ARCHITECTURES.
@@ -21,25 +23,24 @@ else()
   # CUDA toolkit. Without one, link the wheel's libraries directly; their
   # CUDA dependencies come from the wheel's own nvidia packages at run time.
   # (This is the one place where how LibTorch is found differs.)
-  get_filename_component(_hfta_torch_root "${_hfta_torch_prefix}/../.." ABSOLUTE)
-  execute_process(
-    COMMAND ${Python3_EXECUTABLE} -c "import torch; print(int(torch._C._GLIBCXX_USE_CXX11_ABI))"
-    OUTPUT_VARIABLE _hfta_torch_abi OUTPUT_STRIP_TRAILING_WHITESPACE)
   add_library(hfta_libtorch INTERFACE)
   target_include_directories(hfta_libtorch SYSTEM INTERFACE
-    ${_hfta_torch_root}/include ${_hfta_torch_root}/include/torch/csrc/api/include)
+    ${HFTA_TORCH_ROOT}/include ${HFTA_TORCH_ROOT}/include/torch/csrc/api/include)
   target_link_libraries(hfta_libtorch INTERFACE
-    ${_hfta_torch_root}/lib/libtorch.so ${_hfta_torch_root}/lib/libtorch_cpu.so
-    ${_hfta_torch_root}/lib/libc10.so)
-  target_compile_definitions(hfta_libtorch INTERFACE _GLIBCXX_USE_CXX11_ABI=${_hfta_torch_abi})
+    ${HFTA_TORCH_ROOT}/lib/libtorch.so ${HFTA_TORCH_ROOT}/lib/libtorch_cpu.so ${HFTA_TORCH_ROOT}/lib/libc10.so)
+  target_compile_definitions(hfta_libtorch INTERFACE _GLIBCXX_USE_CXX11_ABI=${HFTA_TORCH_ABI})
   set(TORCH_LIBRARIES hfta_libtorch)
 endif()
 message(STATUS "hfta: LibTorch ${HFTA_TORCH_VERSION} from ${_hfta_torch_prefix}")
 
 # LibTorch's headers dominate compile time on a two-core machine; every
-# target precompiles them once.
+# target precompiles them once. Installed, a target links hfta::libtorch
+# instead (made by hftaConfig.cmake: the same wheel's LibTorch).
 function(hfta_use_torch target)
-  target_link_libraries(${target} PUBLIC ${TORCH_LIBRARIES})
-  target_include_directories(${target} BEFORE PUBLIC ${HFTA_FMT_INCLUDE})
+  foreach(library ${TORCH_LIBRARIES})
+    target_link_libraries(${target} PUBLIC "$<BUILD_INTERFACE:${library}>")
+  endforeach()
+  target_link_libraries(${target} PUBLIC "$<INSTALL_INTERFACE:hfta::libtorch>")
+  target_include_directories(${target} BEFORE PUBLIC "$<BUILD_INTERFACE:${HFTA_FMT_INCLUDE}>")
   target_precompile_headers(${target} PRIVATE "$<$<COMPILE_LANGUAGE:CXX>:<torch/script.h$<ANGLE-R>>")
 endfunction()

@@ -5,6 +5,7 @@
 
 #include "passes/hfta/hfta.h"
 #include "runtime/atomic_file.h"
+#include "runtime/library_path.h"
 #include "tools/tool_main.h"
 
 int main(int argc, char** argv) {
@@ -21,6 +22,13 @@ int main(int argc, char** argv) {
   app.add_flag("--report", report, "print what was fused and what fell back, and why");
   app.add_option("--report-json", report_json, "write the fusion report as JSON to this file");
   app.add_flag("--print-graph", print_graph, "print the fused forward graph");
+  app.add_flag_callback(
+      "--print-library",
+      [] {
+        fmt::print("{}\n", hfta::runtimeLibraryPath());
+        throw CLI::Success();
+      },
+      "print the path of the hfta runtime library (for torch.ops.load_library in Python) and exit");
 
   return hfta::tools::runTool(app, argc, argv, [&] {
     hfta::tools::checkInputs(inputs, "model");

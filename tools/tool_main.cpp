@@ -20,6 +20,8 @@ int runTool(CLI::App& app, int argc, char** argv, const std::function<int()>& bo
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
+  } catch (const CLI::Success& e) {  // a flag that did its job while parsing (--print-library)
+    return app.exit(e);
   } catch (const CLI::ParseError& e) {
     fmt::print(stderr, "{}: error: {}. Run {} --help for usage.\n", app.get_name(), e.what(), app.get_name());
     return kExitUserError;
