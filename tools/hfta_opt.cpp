@@ -4,7 +4,6 @@
 // order, each on what the one before left (passes/opt/registry.h), and
 // prints the resulting IR; --report prints what the passes said.
 #include <fmt/format.h>
-#include <torch/csrc/jit/ir/irparser.h>
 
 #include <algorithm>
 #include <fstream>
@@ -22,13 +21,7 @@ std::shared_ptr<torch::jit::Graph> parseFile(const std::string& path) {
   if (!in) throw hfta::UserError(fmt::format("{}: no such file", path));
   std::stringstream text;
   text << in.rdbuf();
-  auto graph = std::make_shared<torch::jit::Graph>();
-  try {
-    torch::jit::parseIR(text.str(), graph.get());
-  } catch (const std::exception& e) {
-    throw hfta::UserError(fmt::format("{} is not valid TorchScript IR: {}", path, e.what()));
-  }
-  return graph;
+  return hfta::parseGraph(text.str(), path);
 }
 
 bool isModuleFile(const std::string& path) { return path.size() > 3 && path.substr(path.size() - 3) == ".pt"; }

@@ -5,16 +5,18 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <set>
 
 #include "passes/hfta/hfta.h"
 #include "passes/ir/diagnostics.h"
+#include "passes/ir/walk.h"
 #include "runtime/atomic_file.h"
 
 namespace hfta {
 namespace {
 
 // Why `path` did not load as a TorchScript module, in the user's terms.
-std::string whyNotLoadable(const std::string& path, const c10::Error& error) {
+std::string whyNotLoadable(const std::string& path, const std::exception& error) {
   std::vector<std::string> records;
   try {
     caffe2::serialize::PyTorchStreamReader reader(path);
@@ -36,6 +38,63 @@ std::string whyNotLoadable(const std::string& path, const c10::Error& error) {
   return fmt::format("is a damaged TorchScript archive: {}", errorSummary(error));
 }
 
+// The bytes a tensor's view reaches in its storage.
+int64_t bytesReached(const at::Tensor& t) {
+  if (t.numel() == 0) return 0;
+  int64_t last = t.storage_offset();
+  for (int64_t d = 0; d < t.dim(); ++d) last += (t.size(d) - 1) * std::abs(t.stride(d));
+  return (last + 1) * static_cast<int64_t>(t.element_size());
+}
+
+// LibTorch loads a tensor whose record in the archive was cut short with a
+// storage of the size the archive's pickle declares, on a buffer of the
+// size the record has: reading it reads past the buffer's end. Checked
+// here: the storages of every tensor attribute and tensor constant may not
+// declare more bytes than the archive's tensor records hold, and no tensor
+// may reach past its storage.
+void checkTensorsWhole(const torch::jit::Module& module, int64_t index, const std::string& path) {
+  auto damaged = [&](const std::string& what) {
+    return UserError(
+        fmt::format("model {} ({}) is a damaged TorchScript archive: {}. Save the model again with "
+                    "torch.jit.save",
+                    index, path, what));
+  };
+  std::set<const c10::StorageImpl*> storages;
+  int64_t declared = 0;
+  auto check = [&](const at::Tensor& t, const std::string& what) {
+    if (!t.defined() || !t.has_storage()) return;
+    const auto held = static_cast<int64_t>(t.storage().nbytes());
+    if (bytesReached(t) > held) throw damaged(fmt::format("{} reaches past its data", what));
+    if (storages.insert(t.storage().unsafeGetStorageImpl()).second) declared += held;
+  };
+  for (const auto& named : module.named_attributes(/*recurse=*/true)) {
+    if (named.value.isTensor()) check(named.value.toTensor(), fmt::format("tensor `{}`", named.name));
+  }
+  for (const auto& named : module.named_modules()) {
+    for (const auto& method : named.value.get_methods()) {
+      forEachNode(method.graph()->block(), [&](torch::jit::Node* node) {
+        if (node->kind() != c10::prim::Constant || !node->output()->type()->cast<c10::TensorType>()) return;
+        check(node->t(c10::attr::value), fmt::format("a tensor constant of {}", method.name()));
+      });
+    }
+  }
+  int64_t held = 0;
+  try {
+    caffe2::serialize::PyTorchStreamReader reader(path);
+    for (const auto& name : reader.getAllRecords()) {
+      if (name.rfind("data/", 0) == 0 || name.rfind("constants/", 0) == 0) {
+        held += static_cast<int64_t>(reader.getRecordSize(name));
+      }
+    }
+  } catch (const c10::Error& e) {  // TorchScript read it; the zip's own reader does not
+    throw damaged(errorSummary(e));
+  }
+  if (declared > held) {
+    throw damaged(
+        fmt::format("its tensors need {} bytes of data and its tensor records hold {} (cut short)", declared, held));
+  }
+}
+
 }  // namespace
 
 Member loadMember(const std::string& path, int64_t index) {
@@ -45,12 +104,15 @@ Member loadMember(const std::string& path, int64_t index) {
         fmt::format("model {} ({}): no such file. Check the path; models are the .pt files written by torch.jit.save.",
                     index, path));
   }
+  torch::jit::Module module;
   try {
-    return {torch::jit::load(path, torch::kCPU), path};
-  } catch (const c10::Error& e) {
+    module = torch::jit::load(path, torch::kCPU);
+  } catch (const std::exception& e) {  // c10::Error, or the TorchScript compiler's ErrorReport on damaged code
     throw UserError(fmt::format("model {} ({}) {}. Save models with torch.jit.save(torch.jit.script(model), path).",
                                 index, path, whyNotLoadable(path, e)));
   }
+  checkTensorsWhole(module, index, path);
+  return {module, path};
 }
 
 std::vector<Member> loadMembers(const std::vector<std::string>& paths) {

@@ -2,13 +2,17 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <torch/csrc/jit/ir/constants.h>
+#include <torch/csrc/jit/ir/irparser.h>
 
 #include <algorithm>
 
 #include "passes/fuse/graph_fuser.h"
 #include "passes/hfta/hfta.h"
 #include "passes/hfta/parallel.h"
+#include "passes/ir/diagnostics.h"
 #include "passes/ir/executor_graph.h"
+#include "passes/ir/walk.h"
 
 namespace hfta {
 namespace {
@@ -102,6 +106,21 @@ const RegisteredPass& findPass(const std::string& name) {
   for (const auto& p : passes) known.push_back(p.name);
   std::sort(known.begin(), known.end());
   throw UserError(fmt::format("unknown pass '{}'; known passes: {}", name, fmt::join(known, ", ")));
+}
+
+std::shared_ptr<torch::jit::Graph> parseGraph(const std::string& text, const std::string& source) {
+  auto graph = std::make_shared<torch::jit::Graph>();
+  try {
+    torch::jit::parseIR(text, graph.get());
+    graph->lint();
+    // A constant the parser took without its value (a misspelt attribute).
+    forEachNode(graph->block(), [](torch::jit::Node* node) {
+      if (node->kind() == c10::prim::Constant) torch::jit::toIValue(node->output());
+    });
+  } catch (const std::exception& e) {
+    throw UserError(fmt::format("{} is not valid TorchScript IR: {}", source, errorSummary(e)));
+  }
+  return graph;
 }
 
 std::shared_ptr<torch::jit::Graph> resultGraph(const PassState& state) {

@@ -33,6 +33,11 @@ const std::vector<RegisteredPass>& registeredPasses();
 // UserError naming the known passes if there is no pass `name`.
 const RegisteredPass& findPass(const std::string& name);
 
+// IR text as a graph; UserError naming `source` if the text does not parse,
+// or parses into a graph that is not well formed (what torch's lint checks:
+// every value defined before its uses, blocks and outputs consistent).
+std::shared_ptr<torch::jit::Graph> parseGraph(const std::string& text, const std::string& source);
+
 // The IR a chain leaves: its one graph, or the module's forward.
 std::shared_ptr<torch::jit::Graph> resultGraph(const PassState& state);
 
