@@ -136,28 +136,22 @@ class FileBuffer : public std::streambuf {
   static constexpr size_t kChunk = size_t{8} << 20;
 
   // A whole chunk: direct if the filesystem takes it (once refused, never
-  // again), through the page cache otherwise.
+  // again), through the page cache otherwise, or for what a direct write
+  // left.
   void writeChunk() {
-    if (direct_allowed_ && !direct_) setDirect(true);
-    if (direct_) {
-      const ssize_t written = ::write(fd_, chunk_, kChunk);
-      if (written == static_cast<ssize_t>(kChunk)) {
-        setp(chunk_, chunk_ + kChunk);
-        return;
-      }
+    size_t done = 0;
+    if (error_ == 0 && direct_allowed_) {
+      setDirect(true);
+      const ssize_t written = direct_ ? ::write(fd_, chunk_, kChunk) : 0;
       if (written < 0 && errno != EINVAL) {
-        error_ = error_ != 0 ? error_ : errno;
-        setp(chunk_, chunk_ + kChunk);
-        return;
+        error_ = errno;
+      } else if (written != static_cast<ssize_t>(kChunk)) {  // refused (EINVAL), or written in part
+        direct_allowed_ = false;
+        setDirect(false);
       }
-      // Refused (EINVAL), or written in part: the rest goes the usual way.
-      direct_allowed_ = false;
-      setDirect(false);
-      const size_t done = written > 0 ? static_cast<size_t>(written) : 0;
-      writeAll(chunk_ + done, kChunk - done);
-    } else {
-      writeAll(chunk_, kChunk);
+      done = written > 0 ? static_cast<size_t>(written) : 0;
     }
+    writeAll(chunk_ + done, kChunk - done);
     setp(chunk_, chunk_ + kChunk);
   }
   void setDirect(bool on) {

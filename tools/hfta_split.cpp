@@ -25,18 +25,19 @@ int main(int argc, char** argv) {
     if (all && !std::filesystem::is_directory(output)) {
       throw hfta::UserError(fmt::format("--all writes into a folder, and {} is not one; create it first", output));
     }
-    std::vector<std::string> paths;
-    if (!all) paths.push_back(output);
     auto loaded = hfta::loadMembers({input});
     const auto& fused = loaded[0].module;
     const int64_t array_size = hfta::arraySize(fused);
-    std::vector<int64_t> members{index};
+    std::vector<int64_t> members;
+    std::vector<std::string> paths;
     if (all) {
-      members.clear();
       for (int64_t b = 0; b < array_size; ++b) {
         members.push_back(b);
         paths.push_back((std::filesystem::path(output) / fmt::format("member_{}.pt", b)).string());
       }
+    } else {
+      members.push_back(index);
+      paths.push_back(output);
     }
     for (const auto& path : paths) hfta::tools::checkNotAnInput(path, {input}, "-o");
     // Every member or none.

@@ -38,14 +38,6 @@ int runTool(CLI::App& app, int argc, char** argv, const std::function<int()>& bo
   }
 }
 
-void writeTextFile(const std::string& path, const std::string& text) {
-  try {
-    writeFileAtomically(path, text);
-  } catch (const FileWriteError& e) {
-    throw UserError(e.what());
-  }
-}
-
 namespace {
 
 // The file's identity (device and inode), or nothing if it does not exist.

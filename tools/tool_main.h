@@ -16,9 +16,6 @@ constexpr int kExitInternalError = 1;
 // hfta::UserError to exit code 2 with one paragraph on stderr.
 int runTool(CLI::App& app, int argc, char** argv, const std::function<int()>& body);
 
-// Writes text through a temporary file and a rename; UserError on failure.
-void writeTextFile(const std::string& path, const std::string& text);
-
 // The files a command reads, checked before it reads or writes anything:
 // UserError for a shell pattern that matched no file (the shell passes it
 // on as it is), a missing file, or one file given twice. `what` names the

@@ -123,22 +123,11 @@ std::string memberName(int64_t b, const std::string& source) { return fmt::forma
 // Every tensor attribute of `module` and its submodules (parameters,
 // buffers and plain tensor attributes, which the fused module stacks), by
 // qualified name.
-void tensorAttributes(const Module& module, const std::string& prefix, std::map<std::string, at::Tensor>& out) {
-  const auto type = module.type();
-  for (size_t slot = 0; slot < type->numAttributes(); ++slot) {
-    const auto value = module._ivalue()->getSlot(slot);
-    const auto name = prefix + type->getAttributeName(slot);
-    if (value.isModule()) {
-      tensorAttributes(value.toModule(), name + ".", out);
-    } else if (value.isTensor()) {
-      out[name] = value.toTensor();
-    }
-  }
-}
-
 std::map<std::string, at::Tensor> tensorAttributes(const Module& module) {
   std::map<std::string, at::Tensor> out;
-  tensorAttributes(module, "", out);
+  for (const auto& attribute : module.named_attributes(/*recurse=*/true)) {
+    if (attribute.value.isTensor()) out[attribute.name] = attribute.value.toTensor();
+  }
   return out;
 }
 
