@@ -58,6 +58,20 @@ at::Tensor addmm(const at::Tensor& self, const at::Tensor& mat1, const at::Tenso
   return at::baddbmm(align(self, mat1), expand_members(mat1, members), expand_members(mat2, members), beta, alpha);
 }
 
+at::Tensor baddbmm(const at::Tensor& self, const at::Tensor& batch1, const at::Tensor& batch2, const at::Scalar& beta,
+                   const at::Scalar& alpha) {
+  TORCH_CHECK(batch1.dim() == 4 && batch2.dim() == 4,
+              "hfta::baddbmm: batch1 and batch2 must be stacked batches of matrices [B, N, n, m]");
+  const int64_t members = std::max({self.size(0), batch1.size(0), batch2.size(0)});
+  const auto b1 = expand_members(batch1, members);
+  const auto b2 = expand_members(batch2, members);
+  // One baddbmm over the members' batches: [B*N, n, m] @ [B*N, m, p].
+  auto sizes = b1.sizes().vec();
+  sizes.back() = b2.size(-1);
+  const auto input = align(self, b1).expand(sizes).reshape({-1, sizes[2], sizes[3]});
+  return at::baddbmm(input, b1.flatten(0, 1), b2.flatten(0, 1), beta, alpha).view(sizes);
+}
+
 at::Tensor t(const at::Tensor& self) {
   TORCH_CHECK(memberDim(self) <= 2, "hfta::t: members have ", memberDim(self), " dims; t() expects at most 2");
   return memberDim(self) < 2 ? self.alias() : self.transpose(1, 2);

@@ -53,8 +53,55 @@ at::Tensor batch_norm_momenta(const at::Tensor& input, const std::optional<at::T
                               double eps, bool cudnn_enabled);
 // PReLU with each member's own slopes: weight [B, C] or [B, 1].
 at::Tensor prelu(const at::Tensor& self, const at::Tensor& weight);
+// torch.baddbmm per member: self_b * beta + alpha * batch1_b @ batch2_b, one
+// baddbmm over all members' batches.
+at::Tensor baddbmm(const at::Tensor& self, const at::Tensor& batch1, const at::Tensor& batch2, const at::Scalar& beta,
+                   const at::Scalar& alpha);
 // Tensor.t() per member (a view).
 at::Tensor t(const at::Tensor& self);
+
+// Transformer ops (transformer_ops.cpp). Embedding rows of each member's
+// table: weight [B, V, D], indices [B|1, *] -> [B, *, D]; padding_idx rows
+// get no gradient in any member.
+at::Tensor embedding(const at::Tensor& weight, const at::Tensor& indices, int64_t padding_idx, bool scale_grad_by_freq,
+                     bool sparse);
+// F.embedding's max_norm: renormalizes the rows each member looks up, in
+// its own slice of the stacked table.
+at::Tensor& embedding_renorm_(at::Tensor& weight, const at::Tensor& indices, double max_norm, double norm_type);
+// Layer norm over a member's last dims with its own weight and bias
+// ([B, *normalized_shape]); the input may be shared ([1, ...]).
+at::Tensor layer_norm(const at::Tensor& input, at::IntArrayRef normalized_shape, const std::optional<at::Tensor>& weight,
+                      const std::optional<at::Tensor>& bias, double eps, bool cudnn_enable);
+// Attention per member with the members folded into the batch dim: query,
+// key, value [B|1, *batch, L, E]; the mask [B|1, ...] as a member's mask
+// with the member dim first. Dropout draws each member's own mask.
+at::Tensor scaled_dot_product_attention(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
+                                        const std::optional<at::Tensor>& attn_mask, double dropout_p, bool is_causal,
+                                        std::optional<double> scale, bool enable_gqa);
+// PyTorch's inference fast paths of nn.TransformerEncoderLayer and
+// nn.MultiheadAttention, for stacked weights ([B, ...]) and inputs
+// [B|1, N, L, E]; masks as the ATen ops take them, with the member dim first.
+at::Tensor transformer_encoder_layer_fwd(const at::Tensor& src, int64_t embed_dim, int64_t num_heads,
+                                         const at::Tensor& qkv_weight, const at::Tensor& qkv_bias,
+                                         const at::Tensor& proj_weight, const at::Tensor& proj_bias, bool use_gelu,
+                                         bool norm_first, double eps, const at::Tensor& norm_weight_1,
+                                         const at::Tensor& norm_bias_1, const at::Tensor& norm_weight_2,
+                                         const at::Tensor& norm_bias_2, const at::Tensor& ffn_weight_1,
+                                         const at::Tensor& ffn_bias_1, const at::Tensor& ffn_weight_2,
+                                         const at::Tensor& ffn_bias_2, const std::optional<at::Tensor>& mask,
+                                         std::optional<int64_t> mask_type);
+std::tuple<at::Tensor, at::Tensor> native_multi_head_attention(
+    const at::Tensor& query, const at::Tensor& key, const at::Tensor& value, int64_t embed_dim, int64_t num_head,
+    const at::Tensor& qkv_weight, const at::Tensor& qkv_bias, const at::Tensor& proj_weight,
+    const at::Tensor& proj_bias, const std::optional<at::Tensor>& mask, bool need_weights, bool average_attn_weights,
+    std::optional<int64_t> mask_type);
+// Tensor.expand per member (sizes may add leading member dims).
+at::Tensor expand(const at::Tensor& array, at::IntArrayRef size, bool implicit);
+// The member dims of an array ([1, ..., dim - 1]): a reduction over all of
+// a member's dims.
+std::vector<int64_t> member_dims(const at::Tensor& array);
+// broadcast_to_members for an optional tensor (None stays None).
+std::optional<at::Tensor> broadcast_optional_to_members(const std::optional<at::Tensor>& self, int64_t array_size);
 
 // `self` viewed with singleton dims after dim 0 so that its rank is at least
 // other's: per-member broadcasting then lines up like the members' own.

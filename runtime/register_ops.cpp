@@ -7,6 +7,7 @@ TORCH_LIBRARY(hfta, m) {
   m.def("linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor");
   m.def("matmul(Tensor self, Tensor other) -> Tensor");
   m.def("addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor");
+  m.def("baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor");
   m.def("t(Tensor(a) self) -> Tensor(a)");
   m.def(
       "conv(Tensor input, Tensor weight, Tensor? bias, int[] stride, int[] padding, int[] dilation, int groups) -> "
@@ -36,6 +37,28 @@ TORCH_LIBRARY(hfta, m) {
   m.def("member_list(Tensor[] self, int index) -> Tensor[]");
   m.def("stack_members_list(Tensor[][] members) -> Tensor[]");
   m.def("stack_members_optional(Tensor?[] members) -> Tensor?");
+  m.def(
+      "embedding(Tensor weight, Tensor indices, int padding_idx=-1, bool scale_grad_by_freq=False, bool "
+      "sparse=False) -> Tensor");
+  m.def("embedding_renorm_(Tensor(a!) weight, Tensor indices, float max_norm, float norm_type) -> Tensor(a!)");
+  m.def(
+      "layer_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, "
+      "bool cudnn_enable=True) -> Tensor");
+  m.def(
+      "scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float "
+      "dropout_p=0., bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor");
+  m.def(
+      "transformer_encoder_layer_fwd(Tensor src, int embed_dim, int num_heads, Tensor qkv_weight, Tensor qkv_bias, "
+      "Tensor proj_weight, Tensor proj_bias, bool use_gelu, bool norm_first, float eps, Tensor norm_weight_1, Tensor "
+      "norm_bias_1, Tensor norm_weight_2, Tensor norm_bias_2, Tensor ffn_weight_1, Tensor ffn_bias_1, Tensor "
+      "ffn_weight_2, Tensor ffn_bias_2, Tensor? mask=None, int? mask_type=None) -> Tensor");
+  m.def(
+      "native_multi_head_attention(Tensor query, Tensor key, Tensor value, int embed_dim, int num_head, Tensor "
+      "qkv_weight, Tensor qkv_bias, Tensor proj_weight, Tensor proj_bias, Tensor? mask=None, bool need_weights=True, "
+      "bool average_attn_weights=True, int? mask_type=None) -> (Tensor, Tensor)");
+  m.def("expand(Tensor(a) self, int[] size, bool implicit=False) -> Tensor(a)");
+  m.def("member_dims(Tensor array) -> int[]", hfta::ops::member_dims);
+  m.def("broadcast_optional_to_members(Tensor(a)? self, int array_size) -> Tensor(a)?");
   m.def("stackable(Tensor?[] tensors, int array_size, bool distinct) -> bool", hfta::ops::stackable);
 }
 
@@ -43,6 +66,7 @@ TORCH_LIBRARY_IMPL(hfta, CompositeImplicitAutograd, m) {
   m.impl("linear", hfta::ops::linear);
   m.impl("matmul", hfta::ops::matmul);
   m.impl("addmm", hfta::ops::addmm);
+  m.impl("baddbmm", hfta::ops::baddbmm);
   m.impl("t", hfta::ops::t);
   m.impl("conv", hfta::ops::conv);
   m.impl("conv_padding", hfta::ops::conv_padding);
@@ -59,4 +83,12 @@ TORCH_LIBRARY_IMPL(hfta, CompositeImplicitAutograd, m) {
   m.impl("member_list", hfta::ops::member_list);
   m.impl("stack_members_list", hfta::ops::stack_members_list);
   m.impl("stack_members_optional", hfta::ops::stack_members_optional);
+  m.impl("embedding", hfta::ops::embedding);
+  m.impl("embedding_renorm_", hfta::ops::embedding_renorm_);
+  m.impl("layer_norm", hfta::ops::layer_norm);
+  m.impl("scaled_dot_product_attention", hfta::ops::scaled_dot_product_attention);
+  m.impl("transformer_encoder_layer_fwd", hfta::ops::transformer_encoder_layer_fwd);
+  m.impl("native_multi_head_attention", hfta::ops::native_multi_head_attention);
+  m.impl("expand", hfta::ops::expand);
+  m.impl("broadcast_optional_to_members", hfta::ops::broadcast_optional_to_members);
 }

@@ -20,6 +20,7 @@ using torch::jit::WithInsertPoint;
 namespace {
 
 const c10::Symbol kBroadcastToMembers = c10::Symbol::fromQualString("hfta::broadcast_to_members");
+const c10::Symbol kBroadcastOptionalToMembers = c10::Symbol::fromQualString("hfta::broadcast_optional_to_members");
 const c10::Symbol kMember = c10::Symbol::fromQualString("hfta::member");
 const c10::Symbol kMemberList = c10::Symbol::fromQualString("hfta::member_list");
 const c10::Symbol kFoldChannels = c10::Symbol::fromQualString("hfta::fold_channels");
@@ -123,6 +124,14 @@ void GraphFuser::fuseNode(Node* node) {
          {copy->output(), isTensorLike(node->output()->type()) ? ValueKind::Array : ValueKind::Uniform});
     return;
   }
+  if (node->kind() == c10::prim::Uninitialized) {
+    // What TorchScript defines on paths that raise or return early: never
+    // read, so it can stand for any kind; as an array it lets the rules of
+    // the dead code after a raise fuse instead of falling back.
+    Node* copy = insertAsIs(node);
+    bind(node->output(), {copy->output(), containsTensor(node->output()->type()) ? ValueKind::Array : ValueKind::Uniform});
+    return;
+  }
   if (isUniform(node)) {
     copyUniform(node);
     ++report_.uniform_nodes;
@@ -190,6 +199,10 @@ Value* GraphFuser::toArray(const FusedValue& value) {
     std::vector<Value*> elements;
     for (Value* e : unpack->outputs()) elements.push_back(toArray({e, ValueKind::Uniform}));
     return graph_.insertNode(graph_.createTuple(elements))->output();
+  }
+  if (isTensorLike(type) && !v->mustBeNone()) {
+    // Optional[Tensor]: each member's value, or None in all.
+    return graph_.insert(kBroadcastOptionalToMembers, {v, array_size_});
   }
   TORCH_INTERNAL_ASSERT(!containsTensor(type) || type->kind() == c10::TypeKind::OptionalType && v->mustBeNone(),
                         "hfta: cannot broadcast a uniform ", type->annotation_str(), " to members");

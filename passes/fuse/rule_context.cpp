@@ -1,5 +1,9 @@
 #include "passes/fuse/rule_context.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
+
 namespace hfta {
 
 using torch::jit::Node;
@@ -96,6 +100,36 @@ bool RuleContext::foldedWithSpatialDims(size_t i, const std::vector<size_t>& dim
     }
   }
   return true;
+}
+
+RuleResult fuseAsMemberOp(RuleContext& ctx, c10::Symbol op, const std::vector<size_t>& broadcastable) {
+  Node* node = ctx.node();
+  std::vector<Value*> inputs;
+  for (size_t i = 0; i < node->inputs().size(); ++i) {
+    const bool holds_tensor = containsTensor(node->input(i)->type());
+    if (ctx.kind(i) == ValueKind::PerMember || (!holds_tensor && ctx.kind(i) != ValueKind::Uniform)) {
+      return RuleResult::decline(fmt::format("argument {} differs per member and is not a tensor", i));
+    }
+  }
+  for (size_t i = 0; i < node->inputs().size(); ++i) {
+    const bool none = ctx.kind(i) == ValueKind::Uniform && ctx.input(i).value->mustBeNone();
+    if (!containsTensor(node->input(i)->type()) || none) {
+      inputs.push_back(ctx.input(i).value);
+    } else if (std::find(broadcastable.begin(), broadcastable.end(), i) != broadcastable.end()) {
+      inputs.push_back(ctx.arrayOrBroadcast(i));
+    } else {
+      inputs.push_back(ctx.array(i));
+    }
+  }
+  auto& g = ctx.graph();
+  Node* fused = g.create(op, inputs, node->outputs().size());
+  fused->setSourceRange(node->sourceRange());
+  for (size_t i = 0; i < node->outputs().size(); ++i) fused->output(i)->setType(node->output(i)->type());
+  g.insertNode(fused);
+  TORCH_INTERNAL_ASSERT(fused->maybeSchema(), "hfta: no schema of ", op.toQualString(), " matches ",
+                        node->kind().toQualString(), "'s arguments");
+  ctx.bindOutputsByType(fused);
+  return RuleResult::fused();
 }
 
 }  // namespace hfta

@@ -70,4 +70,11 @@ class RuleContext {
   torch::jit::Node* node_;
 };
 
+// Fuses the node as the hfta:: op `op`, whose schema is the ATen op's with
+// a member dim on every tensor: tensor inputs become arrays (the inputs at
+// `broadcastable` may stay one [1, ...] value all members share; None stays
+// None) and every other input must be the same in every member. Outputs
+// holding tensors are arrays.
+RuleResult fuseAsMemberOp(RuleContext& ctx, c10::Symbol op, const std::vector<size_t>& broadcastable);
+
 }  // namespace hfta

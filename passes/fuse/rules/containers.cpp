@@ -32,6 +32,27 @@ RuleResult fuseAccess(RuleContext& ctx) {
   return RuleResult::fused();
 }
 
+// x is None / is not None on an optional per-member tensor: the members
+// agree (a stacked optional is None in all of them or in none).
+RuleResult fuseIsNone(RuleContext& ctx) {
+  if (ctx.kind(0) == ValueKind::PerMember || ctx.kind(1) == ValueKind::PerMember) {
+    return RuleResult::decline("compares values that are not tensors and differ per member");
+  }
+  auto* copy = ctx.insertCopy({});
+  ctx.bindOutput(0, copy->output(), ValueKind::Uniform);
+  return RuleResult::fused();
+}
+
+// The Tensor inside an Optional[Tensor] array is that array.
+RuleResult fuseUncheckedCast(RuleContext& ctx) {
+  if (!isPerMemberTensor(ctx.kind(0)) || !isTensorLike(ctx.node()->output()->type())) {
+    return RuleResult::decline("casts a value that is not a per-member tensor");
+  }
+  auto* copy = ctx.insertCopy({{0, ctx.array(0)}});
+  ctx.bindOutput(0, copy->output(), ValueKind::Array);
+  return RuleResult::fused();
+}
+
 RuleResult fuseListLength(RuleContext& ctx) {
   if (ctx.kind(0) != ValueKind::Array) return RuleResult::decline("the list differs per member");
   ctx.bindOutput(0, ctx.insertCopy({})->output(), ValueKind::Uniform);
@@ -67,6 +88,9 @@ std::vector<RuleEntry> containerRules() {
       {"prim::TupleIndex(Any tup, int i) -> Any", kFamily, fuseAccess},
       {"aten::__getitem__.t(t[](a) list, int idx) -> t(*)", kFamily, fuseAccess},
       {"aten::len.t(t[] a) -> int", kFamily, fuseListLength},
+      {"aten::__is__(t1 self, t2 obj) -> bool", kFamily, fuseIsNone},
+      {"aten::__isnot__(t1 self, t2 obj) -> bool", kFamily, fuseIsNone},
+      {"prim::unchecked_cast", kFamily, fuseUncheckedCast},
       {"aten::cat(Tensor[] tensors, int dim=0) -> Tensor", kFamily, fuseConcat},
       {"aten::stack(Tensor[] tensors, int dim=0) -> Tensor", kFamily, fuseConcat},
       {"aten::append.t(t[](a!) self, t(c -> *) el) -> t[](a!)", kFamily, fuseAppend},

@@ -102,6 +102,66 @@ std::vector<RuleEntry> elementwiseRules() {
       {"aten::hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor", kFamily, fusePerElement},
       {"aten::hardtanh_(Tensor(a!) self, Scalar min_val=-1, Scalar max_val=1) -> Tensor(a!)", kFamily,
        fusePerElementInPlace},
+      {"aten::hardshrink(Tensor self, Scalar lambd=0.5) -> Tensor", kFamily, fusePerElement},
+      {"aten::softshrink(Tensor self, Scalar lambd=0.5) -> Tensor", kFamily, fusePerElement},
+      {"aten::log_sigmoid(Tensor self) -> Tensor", kFamily, fusePerElement},
+      // In training, rrelu draws a slope per element: each member its own.
+      {"aten::rrelu(Tensor self, Scalar lower=0.125, Scalar upper=0.3333333333333333, bool training=False, "
+       "Generator? generator=None) -> Tensor",
+       kFamily, fusePerElement},
+      {"aten::rrelu_(Tensor(a!) self, Scalar lower=0.125, Scalar upper=0.3333333333333333, bool training=False, "
+       "Generator? generator=None) -> Tensor(a!)",
+       kFamily, fusePerElementInPlace},
+      {"aten::selu(Tensor self) -> Tensor", kFamily, fusePerElement},
+      {"aten::selu_(Tensor(a!) self) -> Tensor(a!)", kFamily, fusePerElementInPlace},
+      {"aten::celu(Tensor self, Scalar alpha=1.) -> Tensor", kFamily, fusePerElement},
+      {"aten::celu_(Tensor(a!) self, Scalar alpha=1.) -> Tensor(a!)", kFamily, fusePerElementInPlace},
+      {"aten::mish(Tensor self) -> Tensor", kFamily, fusePerElement},
+      {"aten::mish_(Tensor(a!) self) -> Tensor(a!)", kFamily, fusePerElementInPlace},
+      {"aten::threshold(Tensor self, Scalar threshold, Scalar value) -> Tensor", kFamily, fusePerElement},
+      {"aten::threshold_(Tensor(a!) self, Scalar threshold, Scalar value) -> Tensor(a!)", kFamily,
+       fusePerElementInPlace},
+      // Math.
+      {"aten::abs(Tensor self) -> Tensor", kFamily, fusePerElement},
+      {"aten::sqrt(Tensor self) -> Tensor", kFamily, fusePerElement},
+      {"aten::rsqrt(Tensor self) -> Tensor", kFamily, fusePerElement},
+      {"aten::erf(Tensor self) -> Tensor", kFamily, fusePerElement},
+      {"aten::log(Tensor self) -> Tensor", kFamily, fusePerElement},
+      {"aten::square(Tensor self) -> Tensor", kFamily, fusePerElement},
+      // Comparisons and masks.
+      {"aten::eq.Scalar(Tensor self, Scalar other) -> Tensor", kFamily, fusePerElement},
+      {"aten::ne.Scalar(Tensor self, Scalar other) -> Tensor", kFamily, fusePerElement},
+      {"aten::lt.Scalar(Tensor self, Scalar other) -> Tensor", kFamily, fusePerElement},
+      {"aten::le.Scalar(Tensor self, Scalar other) -> Tensor", kFamily, fusePerElement},
+      {"aten::gt.Scalar(Tensor self, Scalar other) -> Tensor", kFamily, fusePerElement},
+      {"aten::ge.Scalar(Tensor self, Scalar other) -> Tensor", kFamily, fusePerElement},
+      {"aten::eq.Tensor(Tensor self, Tensor other) -> Tensor", kFamily, fuseBinary},
+      {"aten::ne.Tensor(Tensor self, Tensor other) -> Tensor", kFamily, fuseBinary},
+      {"aten::lt.Tensor(Tensor self, Tensor other) -> Tensor", kFamily, fuseBinary},
+      {"aten::le.Tensor(Tensor self, Tensor other) -> Tensor", kFamily, fuseBinary},
+      {"aten::gt.Tensor(Tensor self, Tensor other) -> Tensor", kFamily, fuseBinary},
+      {"aten::ge.Tensor(Tensor self, Tensor other) -> Tensor", kFamily, fuseBinary},
+      {"aten::logical_not(Tensor self) -> Tensor", kFamily, fusePerElement},
+      {"aten::logical_and(Tensor self, Tensor other) -> Tensor", kFamily, fuseBinary},
+      {"aten::logical_or(Tensor self, Tensor other) -> Tensor", kFamily, fuseBinary},
+      // masked_fill broadcasts self and mask like a binary op; the fill
+      // value is the same in every member.
+      {"aten::masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor", kFamily, fuseBinary},
+      {"aten::masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor", kFamily, fuseBinary},
+      {"aten::masked_fill_.Scalar(Tensor(a!) self, Tensor mask, Scalar value) -> Tensor(a!)", kFamily,
+       fuseBinaryInPlace},
+      {"aten::masked_fill_.Tensor(Tensor(a!) self, Tensor mask, Tensor value) -> Tensor(a!)", kFamily,
+       fuseBinaryInPlace},
+      // Tensors like a per-member one are per member.
+      {"aten::zeros_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? "
+       "pin_memory=None, MemoryFormat? memory_format=None) -> Tensor",
+       kFamily, fusePerElement},
+      {"aten::ones_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? "
+       "pin_memory=None, MemoryFormat? memory_format=None) -> Tensor",
+       kFamily, fusePerElement},
+      {"aten::full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? "
+       "device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor",
+       kFamily, fusePerElement},
       // Casts.
       {"aten::to.dtype(Tensor(a) self, ScalarType dtype, bool non_blocking=False, bool copy=False, MemoryFormat? "
        "memory_format=None) -> Tensor(a)",

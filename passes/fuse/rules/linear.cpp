@@ -13,6 +13,7 @@ namespace {
 const c10::Symbol kLinear = c10::Symbol::fromQualString("hfta::linear");
 const c10::Symbol kMatmul = c10::Symbol::fromQualString("hfta::matmul");
 const c10::Symbol kAddmm = c10::Symbol::fromQualString("hfta::addmm");
+const c10::Symbol kBaddbmm = c10::Symbol::fromQualString("hfta::baddbmm");
 const c10::Symbol kTranspose = c10::Symbol::fromQualString("hfta::t");
 
 RuleResult fuseLinear(RuleContext& ctx) {
@@ -37,6 +38,8 @@ RuleResult fuseAddmm(RuleContext& ctx) {
   return RuleResult::fused();
 }
 
+RuleResult fuseBaddbmm(RuleContext& ctx) { return fuseAsMemberOp(ctx, kBaddbmm, {0, 1, 2}); }
+
 RuleResult fuseTranspose(RuleContext& ctx) {
   ctx.bindOutput(0, ctx.insert(kTranspose, {ctx.array(0)}), ValueKind::Array);
   return RuleResult::fused();
@@ -52,6 +55,8 @@ std::vector<RuleEntry> linearRules() {
       {"aten::bmm(Tensor self, Tensor mat2) -> Tensor", "linear", fuseMatmul},
       {"aten::addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor", "linear",
        fuseAddmm},
+      {"aten::baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor",
+       "linear", fuseBaddbmm},
       {"aten::t(Tensor(a) self) -> Tensor(a)", "linear", fuseTranspose},
   };
 }

@@ -6,6 +6,10 @@
 // member's 1 / num_batches_tracked: a per-member list, which
 // hfta::batch_norm_momenta takes.
 //
+// Layer norm normalizes each member's values over its own last dims: once
+// for all members, then each member's own weight and bias
+// (hfta::layer_norm; no affine, any normalized shape).
+//
 //   %y = aten::batch_norm(%x, %w, %b, %mean, %var, %training, %momentum, %eps, %cudnn)
 //     ->  %y = hfta::batch_norm(%x_folded, %w, %b, %mean, %var, %training, %momentum, %eps, %cudnn)
 #include "passes/fuse/rules/rules.h"
@@ -15,6 +19,7 @@ namespace {
 
 const c10::Symbol kBatchNorm = c10::Symbol::fromQualString("hfta::batch_norm");
 const c10::Symbol kBatchNormMomenta = c10::Symbol::fromQualString("hfta::batch_norm_momenta");
+const c10::Symbol kLayerNorm = c10::Symbol::fromQualString("hfta::layer_norm");
 const c10::Symbol kPrelu = c10::Symbol::fromQualString("hfta::prelu");
 
 RuleResult fuseBatchNorm(RuleContext& ctx) {
@@ -40,6 +45,8 @@ RuleResult fuseBatchNorm(RuleContext& ctx) {
   return RuleResult::fused();
 }
 
+RuleResult fuseLayerNorm(RuleContext& ctx) { return fuseAsMemberOp(ctx, kLayerNorm, {/*input=*/0}); }
+
 RuleResult fusePrelu(RuleContext& ctx) {
   if (ctx.kind(1) != ValueKind::Array) return RuleResult::decline("the slope is shared by all members");
   ctx.bindOutput(0, ctx.insert(kPrelu, {ctx.array(0), ctx.array(1)}), ValueKind::Array);
@@ -53,6 +60,9 @@ std::vector<RuleEntry> normRules() {
       {"aten::batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool "
        "training, float momentum, float eps, bool cudnn_enabled) -> Tensor",
        "norm", fuseBatchNorm},
+      {"aten::layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float "
+       "eps=1.0000000000000001e-05, bool cudnn_enable=True) -> Tensor",
+       "norm", fuseLayerNorm},
       {"aten::prelu(Tensor self, Tensor weight) -> Tensor", "norm", fusePrelu},
   };
 }

@@ -43,15 +43,48 @@ RuleResult fuseWithDims(RuleContext& ctx) {
   return RuleResult::fused();
 }
 
-// A reduction over member dims; over all dims (None) it would mix members.
+const c10::Symbol kMemberDims = c10::Symbol::fromQualString("hfta::member_dims");
+
+// A reduction over member dims. Over all dims (None or []) it reduces over
+// each member's own dims: the array's dims 1.. (hfta::member_dims).
 RuleResult fuseReduction(RuleContext& ctx) {
   if (!ctx.uniformFrom(1)) return RuleResult::decline("an argument differs per member");
   const auto dims = constantInts(ctx.input(1).value);
   if (ctx.input(1).value->mustBeNone() || (dims && dims->empty())) {
-    return RuleResult::decline("a reduction over all dims would reduce across members");
+    auto* array = ctx.array(0);
+    ctx.bindOutputsByType(ctx.insertCopy({{0, array}, {1, ctx.insert(kMemberDims, {array})}}));
+    return RuleResult::fused();
   }
   if (keepFolded(ctx, {1})) return RuleResult::fused();
   ctx.bindOutputsByType(ctx.insertCopy({{0, ctx.array(0)}, {1, ctx.stackedDims(1)}}));
+  return RuleResult::fused();
+}
+
+// A reduction of all of a member's dims to one value (x.sum(), x.all(),
+// x.std()): the form of the op that takes dims, over the member dims.
+RuleResult fuseFullReduction(RuleContext& ctx) {
+  if (!ctx.uniformFrom(1)) return RuleResult::decline("an argument differs per member");
+  auto* array = ctx.array(0);
+  auto* dims = ctx.insert(kMemberDims, {array});
+  auto* no_keepdim = ctx.graph().insertConstant(false);
+  const auto kind = ctx.node()->kind();
+  torch::jit::Value* reduced = nullptr;
+  if (kind == c10::aten::sum || kind == c10::aten::mean) {
+    reduced = ctx.insert(kind, {array, dims, no_keepdim}, {{"dtype", ctx.uniform(1)}});
+  } else if (kind == c10::aten::std || kind == c10::aten::var) {
+    reduced = ctx.insert(kind, {array, dims, ctx.uniform(1), no_keepdim});
+  } else {  // all, any
+    reduced = ctx.insert(kind, {array, dims, no_keepdim});
+  }
+  ctx.bindOutput(0, reduced, ValueKind::Array);
+  return RuleResult::fused();
+}
+
+// expand(x, size): new leading member dims go after the member dim.
+RuleResult fuseExpand(RuleContext& ctx) {
+  if (!ctx.uniformFrom(1)) return RuleResult::decline("the size differs per member");
+  ctx.bindOutput(0, ctx.insert(c10::Symbol::fromQualString("hfta::expand"), {ctx.array(0), ctx.uniform(1), ctx.uniform(2)}),
+                 ValueKind::Array);
   return RuleResult::fused();
 }
 
@@ -176,6 +209,8 @@ std::vector<RuleEntry> shapeRules() {
       {"aten::squeeze.dims(Tensor(a) self, int[] dim) -> Tensor(a)", kFamily, fuseWithDimList},
       {"aten::transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)", kFamily, fuseWithDims<1, 2>},
       {"aten::permute(Tensor(a) self, int[] dims) -> Tensor(a)", kFamily, fusePermute},
+      {"aten::select.int(Tensor(a) self, int dim, SymInt index) -> Tensor(a)", kFamily, fuseWithDims<1>},
+      {"aten::expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)", kFamily, fuseExpand},
       {"aten::slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> "
        "Tensor(a)",
        kFamily, fuseWithDims<1>},
@@ -196,6 +231,22 @@ std::vector<RuleEntry> shapeRules() {
        kFamily, fuseReduction},
       {"aten::mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor", kFamily,
        fuseReduction},
+      {"aten::std.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor", kFamily,
+       fuseReduction},
+      {"aten::var.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor", kFamily,
+       fuseReduction},
+      {"aten::std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> "
+       "Tensor",
+       kFamily, fuseReduction},
+      {"aten::var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> "
+       "Tensor",
+       kFamily, fuseReduction},
+      {"aten::sum(Tensor self, *, ScalarType? dtype=None) -> Tensor", kFamily, fuseFullReduction},
+      {"aten::mean(Tensor self, *, ScalarType? dtype=None) -> Tensor", kFamily, fuseFullReduction},
+      {"aten::std(Tensor self, bool unbiased=True) -> Tensor", kFamily, fuseFullReduction},
+      {"aten::var(Tensor self, bool unbiased=True) -> Tensor", kFamily, fuseFullReduction},
+      {"aten::all(Tensor self) -> Tensor", kFamily, fuseFullReduction},
+      {"aten::any(Tensor self) -> Tensor", kFamily, fuseFullReduction},
       {"aten::amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor", kFamily, fuseReduction},
       {"aten::max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)", kFamily,
        fuseWithDims<1>},
@@ -209,6 +260,10 @@ std::vector<RuleEntry> shapeRules() {
       {"prim::dtype(Tensor a) -> int", kFamily, fuseMemberInvariant},
       {"prim::device(Tensor a) -> Device", kFamily, fuseMemberInvariant},
       {"aten::is_floating_point(Tensor self) -> bool", kFamily, fuseMemberInvariant},
+      {"prim::requires_grad(Tensor a) -> bool", kFamily, fuseMemberInvariant},
+      {"prim::is_nested(Tensor a) -> bool", kFamily, fuseMemberInvariant},
+      {"prim::is_cuda(Tensor a) -> bool", kFamily, fuseMemberInvariant},
+      {"prim::layout(Tensor a) -> Layout", kFamily, fuseMemberInvariant},
   };
 }
 
