@@ -26,45 +26,6 @@ void checkNoWriteIntoUniform(GraphFuser& fuser, Node* node) {
   }
 }
 
-// Stacks member results back into one fused value.
-FusedValue combine(Graph& g, const std::vector<Value*>& members, const c10::TypePtr& type) {
-  using c10::TypeKind;
-  if (type->kind() == TypeKind::TensorType) {
-    auto* list = g.insertNode(g.createList(c10::TensorType::get(), members))->output();
-    return {g.insert(c10::aten::stack, {list, 0}), ValueKind::Array};
-  }
-  if (type->kind() == TypeKind::NoneType) return {members[0], ValueKind::Uniform};
-  if (auto opt = type->cast<c10::OptionalType>(); opt && opt->getElementType()->kind() == TypeKind::TensorType) {
-    auto* list = g.insertNode(g.createList(type, members))->output();
-    return {g.insert(c10::Symbol::fromQualString("hfta::stack_members_optional"), {list}), ValueKind::Array};
-  }
-  if (auto list_type = type->cast<c10::ListType>();
-      list_type && list_type->getElementType()->kind() == TypeKind::TensorType) {
-    auto* list = g.insertNode(g.createList(type, members))->output();
-    return {g.insert(c10::Symbol::fromQualString("hfta::stack_members_list"), {list}), ValueKind::Array};
-  }
-  if (auto tuple = type->cast<c10::TupleType>()) {
-    const auto& elements = tuple->elements();
-    const bool all_tensor_like = std::all_of(elements.begin(), elements.end(), [](const auto& t) {
-      return isTensorLike(t) || t->kind() == TypeKind::NoneType;
-    });
-    if (all_tensor_like) {
-      std::vector<std::vector<Value*>> per_element(elements.size());
-      for (auto* m : members) {
-        auto* unpack = g.insertNode(g.createTupleUnpack(m));
-        for (size_t e = 0; e < elements.size(); ++e) per_element[e].push_back(unpack->output(e));
-      }
-      std::vector<Value*> fused;
-      for (size_t e = 0; e < elements.size(); ++e) {
-        fused.push_back(combine(g, per_element[e], elements[e]).value);
-      }
-      return {g.insertNode(g.createTuple(fused))->output(), ValueKind::Array};
-    }
-  }
-  // Anything else differs per member and stays a list of B values.
-  return {g.insertNode(g.createList(type, members))->output(), ValueKind::PerMember};
-}
-
 // Inside a cloned block, a read of a stacked parameter or buffer gives all
 // B members: narrow it to member b right where it is read.
 void narrowAttributeReads(torch::jit::Block* block, int64_t b) {
@@ -98,7 +59,15 @@ void runPerMember(GraphFuser& fuser, Node* node) {
     for (size_t i = 0; i < node->outputs().size(); ++i) outputs[i].push_back(copy->output(i));
   }
   for (size_t i = 0; i < node->outputs().size(); ++i) {
-    fuser.bind(node->output(i), combine(g, outputs[i], node->output(i)->type()));
+    const auto& type = node->output(i)->type();
+    if (node->blocks().empty()) {
+      fuser.bind(node->output(i), fuser.stackMembers(outputs[i], type));
+    } else {
+      // Control flow may leave an output without a value in a member that
+      // took another path (TorchScript's prim::Uninitialized, on paths that
+      // return early or raise): stacked only where an op reads it.
+      fuser.bind(node->output(i), {g.insertNode(g.createList(type, outputs[i]))->output(), ValueKind::PerMember});
+    }
   }
 }
 

@@ -183,9 +183,17 @@ Value* GraphFuser::reuse(std::unordered_map<Value*, Value*>& cache, Value* from)
 }
 
 Value* GraphFuser::toArray(const FusedValue& value) {
-  TORCH_INTERNAL_ASSERT(value.kind != ValueKind::PerMember, "hfta: a per-member list cannot become an array");
   if (value.kind == ValueKind::Array) return value.value;
   Value* v = value.value;
+  if (value.kind == ValueKind::PerMember) {
+    const auto element = v->type()->expectRef<c10::ListType>().getElementType();
+    std::vector<Value*> members;
+    for (int64_t b = 0; b < array_size_; ++b) members.push_back(memberValue(value, b));
+    const FusedValue stacked = stackMembers(members, element);
+    TORCH_INTERNAL_ASSERT(stacked.kind == ValueKind::Array, "hfta: per-member ", element->annotation_str(),
+                          " values cannot become an array");
+    return stacked.value;
+  }
   if (value.kind == ValueKind::Folded) {
     if (Value* view = reuse(array_views_, v)) return view;
     return array_views_[v] = graph_.insert(kUnfoldChannels, {v, array_size_});
@@ -207,6 +215,45 @@ Value* GraphFuser::toArray(const FusedValue& value) {
   TORCH_INTERNAL_ASSERT(!containsTensor(type) || type->kind() == c10::TypeKind::OptionalType && v->mustBeNone(),
                         "hfta: cannot broadcast a uniform ", type->annotation_str(), " to members");
   return v;  // non-tensor leaves of an array are uniform
+}
+
+FusedValue GraphFuser::stackMembers(const std::vector<Value*>& members, const c10::TypePtr& type) {
+  Graph& g = graph_;
+  using c10::TypeKind;
+  if (type->kind() == TypeKind::TensorType) {
+    auto* list = g.insertNode(g.createList(c10::TensorType::get(), members))->output();
+    return {g.insert(c10::aten::stack, {list, 0}), ValueKind::Array};
+  }
+  if (type->kind() == TypeKind::NoneType) return {members[0], ValueKind::Uniform};
+  if (auto opt = type->cast<c10::OptionalType>(); opt && opt->getElementType()->kind() == TypeKind::TensorType) {
+    auto* list = g.insertNode(g.createList(type, members))->output();
+    return {g.insert(c10::Symbol::fromQualString("hfta::stack_members_optional"), {list}), ValueKind::Array};
+  }
+  if (auto list_type = type->cast<c10::ListType>();
+      list_type && list_type->getElementType()->kind() == TypeKind::TensorType) {
+    auto* list = g.insertNode(g.createList(type, members))->output();
+    return {g.insert(c10::Symbol::fromQualString("hfta::stack_members_list"), {list}), ValueKind::Array};
+  }
+  if (auto tuple = type->cast<c10::TupleType>()) {
+    const auto& elements = tuple->elements();
+    const bool all_tensor_like = std::all_of(elements.begin(), elements.end(), [](const auto& t) {
+      return isTensorLike(t) || t->kind() == TypeKind::NoneType;
+    });
+    if (all_tensor_like) {
+      std::vector<std::vector<Value*>> per_element(elements.size());
+      for (auto* m : members) {
+        auto* unpack = g.insertNode(g.createTupleUnpack(m));
+        for (size_t e = 0; e < elements.size(); ++e) per_element[e].push_back(unpack->output(e));
+      }
+      std::vector<Value*> fused;
+      for (size_t e = 0; e < elements.size(); ++e) {
+        fused.push_back(stackMembers(per_element[e], elements[e]).value);
+      }
+      return {g.insertNode(g.createTuple(fused))->output(), ValueKind::Array};
+    }
+  }
+  // Anything else differs per member and stays a list of B values.
+  return {g.insertNode(g.createList(type, members))->output(), ValueKind::PerMember};
 }
 
 Value* GraphFuser::toArrayOrBroadcast(const FusedValue& value) {
@@ -277,8 +324,10 @@ std::shared_ptr<Graph> fuseMemberGraph(const Graph& tmpl, int64_t array_size, co
   auto outputs = fuser.fuseBlock(const_cast<Graph&>(tmpl).block(), fused->block());
   WithInsertPoint guard(fused->block());
   for (const auto& out : outputs) {
-    fused->registerOutput(out.kind == ValueKind::PerMember || !containsTensor(out.value->type()) ? out.value
-                                                                                                 : fuser.toArray(out));
+    const bool holds_tensor = containsTensor(out.kind == ValueKind::PerMember
+                                                 ? out.value->type()->expectRef<c10::ListType>().getElementType()
+                                                 : out.value->type());
+    fused->registerOutput(holds_tensor ? fuser.toArray(out) : out.value);
   }
   torch::jit::EliminateDeadCode(fused);
   report.layout_conversions = countLayoutConversions(fused->block());

@@ -14,8 +14,11 @@
 //               element-wise, channel dropout) keep. Values stay folded
 //               between such ops; a conversion (to Array: a view; from
 //               Array: a copy) is inserted only where an op needs the other.
-//   PerMember — per-member non-tensor values (from the fallback): a list of
-//               B values.
+//   PerMember — a list of B values, one per member: non-tensor values that
+//               differ per member (from the fallback), and the outputs of
+//               control flow run per member, which may hold no value in a
+//               member that took another path (they are stacked into an
+//               Array only where an op reads them).
 // Metadata queries (size, dim, len, numel) on an Array answer with the
 // member's logical shape, so uniform control flow stays as it was.
 #include <torch/csrc/jit/ir/ir.h>
@@ -55,7 +58,8 @@ class GraphFuser {
 
   // Conversions, inserted at the graph's insertion point.
   // Array form of any value ([B, ...] leaves); a uniform tensor becomes an
-  // expand view. PerMember values cannot be converted (internal error).
+  // expand view, per-member tensors are stacked. Per-member non-tensor
+  // values cannot be converted (internal error).
   torch::jit::Value* toArray(const FusedValue& value);
   // Like toArray, but a uniform tensor becomes a [1, ...] view that
   // broadcasts against [B, ...]: cheaper wherever the op broadcasts.
@@ -67,6 +71,11 @@ class GraphFuser {
   torch::jit::Value* toPerMember(const FusedValue& value);
   // Member b's value, for the per-member fallback.
   torch::jit::Value* memberValue(const FusedValue& value, int64_t b);
+
+  // B member values stacked into one: tensors, optional tensors, tensor
+  // lists and tuples of those become an Array, anything else a PerMember
+  // list.
+  FusedValue stackMembers(const std::vector<torch::jit::Value*>& members, const c10::TypePtr& type);
 
   torch::jit::Graph& graph() { return graph_; }
   int64_t arraySize() const { return array_size_; }
