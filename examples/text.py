@@ -8,14 +8,18 @@ language model log-probabilities of the next token, BERT the logits of the
 masked tokens. Configurations: `*_small` for tests and quick sweeps, the
 published sizes otherwise (the LM as HFTA's example runs it; BERT-Base).
 
-`python examples/text.py OUT_DIR --kind lm_small --members 4` writes
-OUT_DIR/lm_small_{b}.pt, one TorchScript file per member.
+`python examples/text.py OUT_DIR --kind lm_small --members 4 --vocab-from
+.data/fortunes` writes OUT_DIR/lm_small_{b}.pt, one TorchScript file per
+member, with the vocabulary of that corpus (hfta-train --dataset wikitext
+--data .data/fortunes).
 
 Written from the papers and PyTorch's modules, not from HFTA's copies: its
 encoder layer adds the wrong residual and its attention ignores
 `key_padding_mask`; here both come from `nn.TransformerEncoderLayer`.
 """
+import argparse
 import math
+import os
 
 import torch
 from torch import nn
@@ -127,5 +131,31 @@ SEQUENCE_LENGTHS = {"lm_tiny": 8, "lm_small": 35, "lm": 35, "bert_tiny": 8, "ber
 VOCABULARIES = {name: CONFIGS[name][1].get("vocab", CONFIGS[name][0].__init__.__defaults__[0]) for name in CONFIGS}
 mlp.MODELS.update(MODELS)
 
+
+def vocabulary_size(data_dir):
+    """The size of the vocabulary hfta-train builds from DATA_DIR's
+    wiki.train.tokens (train/text_data.h): <pad>, <mask>, <unk>, <eos> and
+    every word of the file."""
+    words = {"<pad>", "<mask>", "<unk>", "<eos>"}
+    with open(os.path.join(data_dir, "wiki.train.tokens"), encoding="utf-8") as f:
+        for line in f:
+            words.update(line.split())
+    return len(words)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("out_dir")
+    parser.add_argument("--kind", choices=sorted(MODELS), default="lm_small")
+    parser.add_argument("--members", type=int, default=3)
+    parser.add_argument("--first-seed", type=int, default=0)
+    parser.add_argument("--vocab-from", metavar="DATA_DIR",
+                        help="size the vocabulary for hfta-train --data DATA_DIR (WikiText-2 format)")
+    args = parser.parse_args()
+    kwargs = {"vocab": vocabulary_size(args.vocab_from)} if args.vocab_from else {}
+    for p in mlp.save_members(args.out_dir, args.kind, args.members, args.first_seed, **kwargs):
+        print(p)
+
+
 if __name__ == "__main__":
-    mlp.main(__doc__, MODELS, "lm_small")
+    main()

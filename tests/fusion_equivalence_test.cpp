@@ -64,7 +64,7 @@ class FusionEquivalence : public ::testing::TestWithParam<std::string> {
       ops::setPerMemberConvThreshold(0);
     }
     ref_ = Reference(kind_ + "_reference.pt");
-    const auto dtype = ref_.tensor("x").scalar_type();
+    const auto dtype = ref_.tensor("y").scalar_type();  // the members' (x may hold token ids)
     tolerance_ = testing::tolerancesFor(dtype);
     tolerance_.trained = testing::trainedTolerance(dtype, ref_.tensor("sensitivity").item<double>());
     fused_ = fuse(loadMembers(testing::memberPaths(kind_)));
@@ -156,6 +156,16 @@ INSTANTIATE_TEST_SUITE_P(VisionNetworks, FusionEquivalence,
                          ::testing::Values("resnet18", "mobilenet_v2", "pointnet_cls", "pointnet_seg", "dcgan_g",
                                            "dcgan_d", "resnet18+per-member-conv", "mobilenet_v2+per-member-conv",
                                            "pointnet_cls+per-member-conv", "dcgan_d+per-member-conv"));
+
+// The Transformers (tests/python/make_text_models.py): the word LM and BERT
+// of examples/text.py, nn.MultiheadAttention and nn.TransformerEncoder
+// forms, the activation zoo; after training, eval mode runs PyTorch's fast
+// paths (transformer_test.cpp has the other optimizers).
+INSTANTIATE_TEST_SUITE_P(Transformers, FusionEquivalence,
+                         ::testing::Values("lm_tiny", "lm_tiny_f32", "bert_tiny", "bert_tiny_f32",
+                                           "mha_weights_padding_causal", "mha_seq_first_padding", "mha_bool_mask",
+                                           "mha_seq_first_head_weights", "encoder_post_relu_causal",
+                                           "encoder_pre_gelu_padding", "encoder_post_gelu_nested", "activation_zoo"));
 
 // (and the layer zoo of examples/cnn.py, every other conv/pool/shape form,
 // and traced members, whose convolutions are aten::_convolution)

@@ -85,15 +85,20 @@ int main(int argc, char** argv) {
   CLI::App app{"Train the members of a fused module (from hfta-fuse), each with its own hyper-parameters.",
                "hfta-train"};
   hfta::train::RunConfig config;
-  config.data = HFTA_DIGITS_PATH;
+
   std::map<std::string, std::string> settings;           // optimizer setting name -> values
   std::map<std::string, std::string> schedule_settings;  // schedule setting name -> values
   std::string out, export_best, metric = "accuracy", seeds, dtype = "float32", checkpoint;
   int threads = 0;
   int64_t top = 1, checkpoint_every = 0;
   app.add_option("model", config.model, "the fused module (.pt) written by hfta-fuse")->required();
-  app.add_option("--dataset", config.dataset, "digits (the default, shipped), mnist, cifar10 or synthetic");
-  app.add_option("--data", config.data, "the data set's file (digits) or folder (mnist, cifar10)");
+  app.add_option("--dataset", config.dataset,
+                 "digits (the default, shipped), mnist, cifar10, synthetic, or text in WikiText-2's format: wikitext "
+                 "(next word) or wikitext-mlm (masked words, BERT)");
+  app.add_option("--data", config.data,
+                 "the data set's file (digits) or folder (mnist, cifar10, wikitext: default the shipped English "
+                 "corpus)");
+  app.add_option("--sequence-length", config.sequence_length, "tokens per sequence (text data; default 35)");
   app.add_option("--optimizer", config.optimizer, "sgd, adam, adamw, adagrad, rmsprop or adadelta");
   for (const char* key : {"lr", "momentum", "weight_decay", "beta1", "beta2", "eps", "dampening", "nesterov", "amsgrad",
                           "alpha", "centered", "rho", "lr_decay"}) {
@@ -162,6 +167,9 @@ int main(int argc, char** argv) {
       if (threads > 0) at::set_num_threads(threads);
       if (checkpoint.empty()) checkpoint = (std::filesystem::path(out.empty() ? "." : out) / "checkpoint").string();
 
+      if (config.data.empty()) {
+        config.data = config.dataset.rfind("wikitext", 0) == 0 ? HFTA_CORPUS_PATH : HFTA_DIGITS_PATH;
+      }
       hfta::train::Run run(config);
       if (!run.resumeNote().empty()) fmt::print("hfta-train: {}\n", run.resumeNote());
       if (!config.resume.empty()) {
@@ -174,8 +182,10 @@ int main(int argc, char** argv) {
       std::signal(SIGTERM, requestStop);
       std::vector<std::string> described;
       for (const auto& [key, text] : settings) described.push_back(key + "=" + text);
-      fmt::print("hfta-train: {} members of {} on {} ({} training, {} held out), {} {}\n", run.arraySize(),
-                 config.model, run.trainData().name, run.trainData().size(), run.heldOutData().size(), config.optimizer,
+      const bool text = !run.trainData().inputs.is_floating_point();
+      fmt::print("hfta-train: {} members of {} on {} ({} training, {} held out{}), {} {}\n", run.arraySize(),
+                 config.model, run.trainData().name, run.trainData().size(), run.heldOutData().size(),
+                 text ? fmt::format("; a vocabulary of {} words", run.trainData().classes) : "", config.optimizer,
                  fmt::join(described, " "));
       while (!run.finished()) {
         const int64_t epoch_in_flight = run.progress().epochs_done + 1;

@@ -12,6 +12,7 @@
 #include "passes/hfta/hfta.h"
 #include "passes/ir/diagnostics.h"
 #include "train/setting_error.h"
+#include "train/text_data.h"
 
 namespace hfta::train {
 namespace fs = std::filesystem;
@@ -28,8 +29,8 @@ void requireFile(const fs::path& path, const std::string& what) {
 
 // Checks labels and returns the number of classes they imply.
 void checkLabels(const Dataset& d, const std::string& source) {
-  if (d.labels.numel() == 0) throw UserError(fmt::format("{}: no samples", source));
-  const int64_t lo = d.labels.min().item<int64_t>(), hi = d.labels.max().item<int64_t>();
+  if (d.targets.numel() == 0) throw UserError(fmt::format("{}: no samples", source));
+  const int64_t lo = d.targets.min().item<int64_t>(), hi = d.targets.max().item<int64_t>();
   if (lo < 0 || hi >= d.classes) {
     throw UserError(fmt::format("{}: label {} is out of range [0, {})", source, lo < 0 ? lo : hi, d.classes));
   }
@@ -38,11 +39,11 @@ void checkLabels(const Dataset& d, const std::string& source) {
 }  // namespace
 
 Dataset Dataset::slice(int64_t begin, int64_t end) const {
-  return {images.slice(0, begin, end), labels.slice(0, begin, end), classes, name};
+  return {inputs.slice(0, begin, end), targets.slice(0, begin, end), classes, name};
 }
 
 Dataset Dataset::select(const at::Tensor& index) const {
-  return {images.index_select(0, index), labels.index_select(0, index), classes, name};
+  return {inputs.index_select(0, index), targets.index_select(0, index), classes, name};
 }
 
 Dataset loadDigits(const std::string& path) {
@@ -64,7 +65,7 @@ Dataset loadDigits(const std::string& path) {
     throw UserError(fmt::format("digits: {} has no \"images\" or \"labels\"", path));
   }
   Dataset d{dict.at("images").toTensor().to(at::kFloat), dict.at("labels").toTensor().to(at::kLong), 10, "digits"};
-  if (d.images.dim() != 4 || d.labels.dim() != 1 || d.images.size(0) != d.labels.size(0)) {
+  if (d.inputs.dim() != 4 || d.targets.dim() != 1 || d.inputs.size(0) != d.targets.size(0)) {
     throw UserError(fmt::format("digits: {} must hold images [N, C, H, W] and labels [N]", path));
   }
   checkLabels(d, path);
@@ -129,12 +130,15 @@ Dataset synthetic(int64_t size, const std::vector<int64_t>& shape, int64_t class
   return {images, labels, classes, "synthetic"};
 }
 
-Dataset loadDataset(const std::string& kind, const std::string& path) {
+Dataset loadDataset(const std::string& kind, const std::string& path, int64_t sequence_length, uint64_t seed) {
   if (kind == "digits") return loadDigits(path);
   if (kind == "mnist") return loadMnist(path);
   if (kind == "cifar10") return loadCifar10(path);
   if (kind == "synthetic") return synthetic(2048, {1, 8, 8}, 10, 0);
-  throw UserError(fmt::format("unknown data set {}: use digits, mnist, cifar10 or synthetic", kind));
+  if (kind == "wikitext") return languageModelData(path, sequence_length);
+  if (kind == "wikitext-mlm") return maskedLanguageModelData(path, sequence_length, seed);
+  throw UserError(
+      fmt::format("unknown data set {}: use digits, mnist, cifar10, synthetic, wikitext or wikitext-mlm", kind));
 }
 
 std::pair<Dataset, Dataset> holdOut(const Dataset& data, double fraction, uint64_t seed) {

@@ -1,20 +1,26 @@
 #pragma once
-// The data sets hfta-train reads: images [N, C, H, W] (float, scaled to
-// [0, 1]) and labels [N] (int64, in [0, classes)). Every loader throws
+// The data sets hfta-train reads: inputs [N, ...] with targets [N] (images
+// [N, C, H, W] scaled to [0, 1], with labels in [0, classes)) or targets
+// [N, L] per position (token ids [N, L], int64; text_data.h), where
+// kIgnoreIndex marks a position without a target. Every loader throws
 // hfta::UserError naming the file and what is wrong with it.
 #include <ATen/ATen.h>
 
+#include <memory>
 #include <string>
 
 namespace hfta::train {
 
 struct Dataset {
-  at::Tensor images;  // [N, C, H, W], float32
-  at::Tensor labels;  // [N], int64
-  int64_t classes = 0;
+  at::Tensor inputs;   // [N, C, H, W] float32 images, or [N, L] int64 token ids
+  at::Tensor targets;  // [N] or [N, L], int64
+  int64_t classes = 0;  // classes, or the vocabulary's size
   std::string name;
+  // The data set's own held-out split (WikiText's validation file), if it
+  // has one; else hfta-train holds out a fraction of the samples.
+  std::shared_ptr<const Dataset> heldout;
 
-  int64_t size() const { return images.size(0); }
+  int64_t size() const { return inputs.size(0); }
   // Rows [begin, end) or the rows at `index`.
   Dataset slice(int64_t begin, int64_t end) const;
   Dataset select(const at::Tensor& index) const;
@@ -33,8 +39,11 @@ Dataset loadCifar10(const std::string& dir);
 Dataset synthetic(int64_t size, const std::vector<int64_t>& shape, int64_t classes, uint64_t seed);
 
 // By name: "digits" (`path` is the .pt file), "mnist", "cifar10" (`path` is
-// the folder), or "synthetic".
-Dataset loadDataset(const std::string& kind, const std::string& path);
+// the folder), "synthetic", or the text of a folder in WikiText-2's format:
+// "wikitext" (next-word prediction) or "wikitext-mlm" (masked words, masks
+// drawn from `seed`), in sequences of `sequence_length` tokens.
+Dataset loadDataset(const std::string& kind, const std::string& path, int64_t sequence_length = 35,
+                    uint64_t seed = 0);
 
 // The last `fraction` of a fixed permutation (seeded) is held out.
 std::pair<Dataset, Dataset> holdOut(const Dataset& data, double fraction, uint64_t seed);

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cmath>
 
 #include "runtime/atomic_file.h"
 #include "train/setting_error.h"
@@ -11,10 +12,11 @@
 namespace hfta::train {
 
 std::string metricsCsv(const std::vector<MemberEpoch>& rows) {
-  std::string out = "epoch,member,train_loss,heldout_loss,heldout_accuracy,lr,seconds,diverged\n";
+  std::string out = "epoch,member,train_loss,heldout_loss,heldout_accuracy,heldout_perplexity,lr,seconds,diverged\n";
   for (const auto& r : rows) {
-    out += fmt::format("{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.3f},{}\n", r.epoch, r.member, r.train_loss, r.heldout_loss,
-                       r.heldout_accuracy, r.lr, r.seconds, r.diverged ? 1 : 0);
+    out += fmt::format("{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.3f},{}\n", r.epoch, r.member, r.train_loss,
+                       r.heldout_loss, r.heldout_accuracy, std::exp(r.heldout_loss), r.lr, r.seconds,
+                       r.diverged ? 1 : 0);
   }
   return out;
 }
@@ -27,6 +29,7 @@ std::string metricsJson(const std::vector<MemberEpoch>& rows) {
                    {"train_loss", r.train_loss},
                    {"heldout_loss", r.heldout_loss},
                    {"heldout_accuracy", r.heldout_accuracy},
+                   {"heldout_perplexity", std::exp(r.heldout_loss)},
                    {"lr", r.lr},
                    {"seconds", r.seconds},
                    {"diverged", r.diverged}});

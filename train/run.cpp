@@ -100,11 +100,20 @@ Run::Run(const RunConfig& config) : config_(config) {
   module.to(config.options.dtype);
   const int64_t members = hfta::arraySize(module);
 
-  auto all = loadDataset(config.dataset, config.data);
+  auto all = loadDataset(config.dataset, config.data, config.sequence_length, config.options.seed);
   if (config.limit < 0) throw SettingError("limit", "must be >= 0");
+  const auto own_heldout = all.heldout;
   if (config.limit > 0 && config.limit < all.size()) all = all.slice(0, config.limit);
-  all.images = all.images.to(config.options.dtype);
-  std::tie(train_, heldout_) = holdOut(all, config.holdout, config.options.seed);
+  if (own_heldout) {
+    train_ = all;
+    heldout_ = *own_heldout;
+  } else {
+    std::tie(train_, heldout_) = holdOut(all, config.holdout, config.options.seed);
+  }
+  // Images take the module's dtype; token ids stay integers.
+  for (auto* data : {&train_, &heldout_}) {
+    if (data->inputs.is_floating_point()) data->inputs = data->inputs.to(config.options.dtype);
+  }
 
   std::vector<at::Tensor> params;
   for (const auto& p : module.parameters()) params.push_back(p);

@@ -32,6 +32,7 @@ struct RunConfig {
   std::string resume;
   std::string dataset = "digits", data;
   int64_t limit = 0;  // the data set's first samples only (0: all)
+  int64_t sequence_length = 35;  // tokens per sequence, for text data
   double holdout = 0.2;
   std::string optimizer = "sgd";
   optim::Hyper hyper;  // the optimizer's settings by name, one value or one per member

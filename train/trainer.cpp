@@ -9,6 +9,7 @@
 #include "passes/hfta/hfta.h"
 #include "passes/ir/diagnostics.h"
 #include "train/setting_error.h"
+#include "train/text_data.h"
 
 namespace hfta::train {
 
@@ -37,6 +38,12 @@ Trainer::Trainer(torch::jit::Module fused, optim::FusedOptimizer& optimizer, Tra
   if (options_.epochs < 0) throw SettingError("epochs", "must be >= 0");
 }
 
+at::Tensor Trainer::forEveryMember(const at::Tensor& targets) const {
+  std::vector<int64_t> sizes{array_size_};
+  sizes.insert(sizes.end(), targets.sizes().begin(), targets.sizes().end());
+  return targets.unsqueeze(0).expand(sizes);
+}
+
 at::Tensor Trainer::sameForAll(const at::Tensor& images) const {
   if (shared_input_) return images;
   std::vector<int64_t> sizes{array_size_};
@@ -44,23 +51,43 @@ at::Tensor Trainer::sameForAll(const at::Tensor& images) const {
   return images.unsqueeze(0).expand(sizes);  // B views of one batch, no copy
 }
 
-at::Tensor Trainer::memberLosses(const at::Tensor& outputs, const at::Tensor& labels, int64_t classes) const {
-  if (outputs.dim() != 3 || outputs.size(0) != array_size_ || outputs.size(2) != classes) {
-    throw UserError(fmt::format("the fused module returns [{}], but training needs [B={}, N, classes={}] per batch",
-                                fmt::join(outputs.sizes(), ", "), array_size_, classes));
+std::pair<at::Tensor, at::Tensor> Trainer::memberLossSums(const at::Tensor& outputs, const at::Tensor& targets,
+                                                          int64_t classes) const {
+  // Classification: outputs [B, N, classes], targets [B, N]. Per position
+  // (text): outputs [B, N, L, vocabulary], targets [B, N, L].
+  const bool per_position = targets.dim() == 3;
+  const bool shaped = outputs.dim() == targets.dim() + 1 && outputs.size(0) == array_size_ &&
+                      outputs.size(-1) == classes && outputs.sizes().slice(1, targets.dim() - 1) == targets.sizes().slice(1);
+  if (!shaped) {
+    throw UserError(fmt::format(
+        "the fused module returns [{}], but training on this data needs [B={}, {}={}] per batch{}",
+        fmt::join(outputs.sizes(), ", "), array_size_,
+        per_position ? fmt::format("N={}, L={}, vocabulary", targets.size(1), targets.size(2))
+                     : fmt::format("N={}, classes", targets.size(1)),
+        classes,
+        per_position ? " (build the model with the data's vocabulary size, which hfta-train prints)" : ""));
   }
-  const auto flat_out = outputs.flatten(0, 1);
-  const auto flat_labels = labels.flatten();
+  if (per_position && options_.loss != "cross_entropy") {
+    throw SettingError("loss", fmt::format("text data trains with cross_entropy, not {}", options_.loss));
+  }
+  const auto flat_out = outputs.reshape({-1, classes});
+  const auto flat_targets = targets.reshape({-1});
   at::Tensor per_sample;
   if (options_.loss == "cross_entropy") {
-    per_sample = at::cross_entropy_loss(flat_out, flat_labels, {}, at::Reduction::None);
+    per_sample = at::cross_entropy_loss(flat_out, flat_targets, {}, at::Reduction::None, kIgnoreIndex);
   } else {
-    const auto target = at::one_hot(flat_labels, classes).to(outputs.dtype());
+    const auto target = at::one_hot(flat_targets, classes).to(outputs.dtype());
     per_sample = options_.loss == "mse"
                      ? (flat_out - target).pow(2).mean(1)
                      : at::binary_cross_entropy_with_logits(flat_out, target, {}, {}, at::Reduction::None).mean(1);
   }
-  return per_sample.view({array_size_, -1}).mean(1);
+  const auto counted = targets.ne(kIgnoreIndex).reshape({array_size_, -1}).sum(1).to(outputs.dtype());
+  return {per_sample.view({array_size_, -1}).sum(1), counted};
+}
+
+at::Tensor Trainer::memberLosses(const at::Tensor& outputs, const at::Tensor& targets, int64_t classes) const {
+  const auto [sums, counts] = memberLossSums(outputs, targets, classes);
+  return sums / counts.clamp_min(1);
 }
 
 at::Tensor Trainer::forward(const at::Tensor& input, const Dataset& data) {
@@ -119,14 +146,14 @@ std::vector<MemberEpoch> Trainer::runEpoch(const Dataset& train, const Dataset& 
     at::Tensor images, labels;
     if (options_.same_batches) {
       const auto index = orders[0].slice(0, begin, end);
-      images = train.images.index_select(0, index);
-      labels = train.labels.index_select(0, index).unsqueeze(0).expand({array_size_, end - begin});
+      images = train.inputs.index_select(0, index);
+      labels = forEveryMember(train.targets.index_select(0, index));
     } else {
       std::vector<at::Tensor> xs, ys;
       for (const auto& order : orders) {
         const auto index = order.slice(0, begin, end);
-        xs.push_back(train.images.index_select(0, index));
-        ys.push_back(train.labels.index_select(0, index));
+        xs.push_back(train.inputs.index_select(0, index));
+        ys.push_back(train.targets.index_select(0, index));
       }
       images = at::stack(xs);
       labels = at::stack(ys);
@@ -169,20 +196,24 @@ std::pair<std::vector<double>, std::vector<double>> Trainer::evaluate(const Data
   module_.eval();
   auto loss_sum = at::zeros({array_size_}, at::kDouble);
   auto correct = at::zeros({array_size_}, at::kDouble);
+  auto counted = at::zeros({array_size_}, at::kDouble);  // samples, or positions with a target
   const int64_t n = heldout.size();
   for (int64_t begin = 0; begin < n; begin += options_.batch_size) {
     const int64_t end = std::min(n, begin + options_.batch_size);
-    const auto images = heldout.images.slice(0, begin, end);
-    const auto labels = heldout.labels.slice(0, begin, end).unsqueeze(0).expand({array_size_, end - begin});
+    const auto images = heldout.inputs.slice(0, begin, end);
+    const auto labels = forEveryMember(heldout.targets.slice(0, begin, end));
     const auto outputs = forward(sameForAll(images), heldout);
-    loss_sum += memberLosses(outputs, labels, heldout.classes).to(at::kDouble) * (end - begin);
-    correct += outputs.argmax(2).eq(labels).sum(1).to(at::kDouble);
+    const auto [sums, counts] = memberLossSums(outputs, labels, heldout.classes);
+    loss_sum += sums.to(at::kDouble);
+    counted += counts.to(at::kDouble);
+    correct += outputs.argmax(-1).eq(labels).reshape({array_size_, -1}).sum(1).to(at::kDouble);
   }
   module_.train();
   std::vector<double> loss(array_size_), accuracy(array_size_);
   for (int64_t b = 0; b < array_size_; ++b) {
-    loss[b] = loss_sum[b].item<double>() / std::max<int64_t>(n, 1);
-    accuracy[b] = correct[b].item<double>() / std::max<int64_t>(n, 1);
+    const double count = std::max(counted[b].item<double>(), 1.0);
+    loss[b] = loss_sum[b].item<double>() / count;
+    accuracy[b] = correct[b].item<double>() / count;
   }
   return {loss, accuracy};
 }

@@ -77,8 +77,15 @@ class Trainer {
   // it: B views [B, N, ...] (or the batch itself, for a module fused with a
   // shared input).
   at::Tensor sameForAll(const at::Tensor& images) const;
-  // Per-member losses [B] of outputs [B, N, K] against labels [B, N].
-  at::Tensor memberLosses(const at::Tensor& outputs, const at::Tensor& labels, int64_t classes) const;
+  // Targets [N, ...] that every member sees: B views [B, N, ...].
+  at::Tensor forEveryMember(const at::Tensor& targets) const;
+  // Per member [B]: the sum of the losses of outputs [B, N, (L,) K] against
+  // targets [B, N, (L)], and how many samples (or positions with a target)
+  // they sum over.
+  std::pair<at::Tensor, at::Tensor> memberLossSums(const at::Tensor& outputs, const at::Tensor& targets,
+                                                   int64_t classes) const;
+  // Each member's mean loss [B].
+  at::Tensor memberLosses(const at::Tensor& outputs, const at::Tensor& targets, int64_t classes) const;
   // The module's outputs for `input`; UserError if the model cannot run on
   // the data (an input shape it was not built for).
   at::Tensor forward(const at::Tensor& input, const Dataset& data);

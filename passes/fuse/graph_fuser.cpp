@@ -285,6 +285,8 @@ Value* GraphFuser::memberValue(const FusedValue& value, int64_t b) {
     case ValueKind::Uniform:
       return v;
     case ValueKind::PerMember:
+      // The list the fallback built: its element b is member b's value.
+      if (v->node()->kind() == c10::prim::ListConstruct) return v->node()->input(b);
       return graph_.insert(c10::aten::__getitem__, {v, b});
     case ValueKind::Folded:
       return memberValue({toArray(value), ValueKind::Array}, b);

@@ -11,6 +11,8 @@ Writes into OUT_DIR:
   not_a_model.pt            a text file with a .pt name
   optim_reference.pt        Adadelta and the LR schedulers, per member alone
                             (make_optim_references.py)
+  lm_tiny_*, bert_tiny_*,    the Transformer families (make_text_models.py), with
+  mha_*, encoder_*, ...     Adadelta + StepLR and AdamW trajectories besides SGD
   ensemble_<case>.pt        ensembles of examples/ensemble.py in one module,
   ensemble_<case>_reference.pt  with the input, outputs and every member's
                             gradients of the sum of squared outputs
@@ -26,6 +28,7 @@ import mlp  # noqa: E402
 import cnn  # noqa: E402  (registers the CNN families with mlp.MODELS)
 import vision  # noqa: E402  (and the published CNNs)
 import make_optim_references  # noqa: E402
+import make_text_models  # noqa: E402
 import ensemble  # noqa: E402
 
 MEMBERS = 3
@@ -72,6 +75,14 @@ def loss_of(output, target):
     return ((output - target) ** 2).mean()
 
 
+def make_inputs(kind, shape, gen, dtype):
+    """Members' batches [*shape, ...]: the Transformer families' own (token
+    ids or sequences), random normal samples for the others."""
+    if kind in make_text_models.FAMILIES:
+        return make_text_models.make_inputs(make_text_models.FAMILIES[kind][2], shape, gen, dtype)
+    return torch.randn(shape + IN_SHAPES[kind], generator=gen, dtype=dtype)
+
+
 def train_alone(model, xs, ys, settings):
     """Trains `model` in place with torch.optim.SGD on its own batches."""
     model.train()
@@ -101,7 +112,8 @@ def sensitivity(path, xs, ys, settings):
         with torch.no_grad():
             for p in model.parameters():
                 p.mul_(1 + perturbation * torch.randn(p.shape, generator=gen, dtype=torch.float64))
-        trained.append(train_alone(model, xs.double(), ys.double(), settings))
+        inputs = xs.double() if xs.is_floating_point() else xs  # token ids stay ids
+        trained.append(train_alone(model, inputs, ys.double(), settings))
     worst = 0.0
     for name, value in trained[0].items():
         if value.is_floating_point():
@@ -115,9 +127,9 @@ def reference(kind, paths, seed, settings, steps=STEPS, batch=BATCH, diverges=Fa
     members = [torch.jit.load(p) for p in paths]
     dtype = next(members[0].parameters()).dtype
     members[0].eval()
+    xs = make_inputs(kind, (steps, MEMBERS, batch), gen, dtype)
     with torch.no_grad():
-        out_shape = first(members[0](torch.zeros((batch,) + IN_SHAPES[kind], dtype=dtype))).shape
-    xs = torch.randn((steps, MEMBERS, batch) + IN_SHAPES[kind], generator=gen, dtype=dtype)
+        out_shape = first(members[0](xs[0, 0])).shape
     ys = torch.randn((steps, MEMBERS) + tuple(out_shape), generator=gen, dtype=dtype)
     ref = {"x": xs, "y": ys, "outputs": [], "grads": {}, "trained": {}, "buffers": {},
            "eval_outputs": []}
@@ -267,6 +279,7 @@ def main(out_dir):
         torch.save(reference(kind, paths, seed=1, settings=SGD_SETTINGS, steps=VISION_STEPS[kind],
                              batch=VISION_BATCH),
                    os.path.join(out_dir, f"{kind}_reference.pt"))
+    make_text_models.main(out_dir, reference, loss_of, SGD_SETTINGS)
     save_ensembles(out_dir)
     # One member diverges (a huge learning rate); the others must not notice.
     diverging = [dict(s) for s in SGD_SETTINGS]

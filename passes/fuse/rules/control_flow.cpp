@@ -55,6 +55,14 @@ RuleResult fuseIf(RuleContext& ctx) {
   if (ctx.kind(0) != ValueKind::Uniform) return RuleResult::decline("the condition differs per member");
   Node* tmpl = ctx.node();
   auto& g = ctx.graph();
+  if (auto taken = torch::jit::constant_as<bool>(ctx.uniform(0))) {
+    // A constant condition (a default argument such as inplace=False,
+    // inlined): only the branch taken is fused, in place of the If, so the
+    // other one cannot make fusion refuse code that never runs.
+    const auto outputs = ctx.fuser().fuseBlock(tmpl->blocks()[*taken ? 0 : 1], g.insertPoint()->owningBlock());
+    for (size_t i = 0; i < outputs.size(); ++i) ctx.bindOutput(i, outputs[i].value, outputs[i].kind);
+    return RuleResult::fused();
+  }
   Node* fused = g.insertNode(g.create(c10::prim::If, {ctx.uniform(0)}, 0));
   std::vector<std::vector<FusedValue>> branch_outputs;
   for (Block* block : tmpl->blocks()) {

@@ -144,6 +144,8 @@ std::vector<RuleEntry> elementwiseRules() {
       {"aten::logical_not(Tensor self) -> Tensor", kFamily, fusePerElement},
       {"aten::logical_and(Tensor self, Tensor other) -> Tensor", kFamily, fuseBinary},
       {"aten::logical_or(Tensor self, Tensor other) -> Tensor", kFamily, fuseBinary},
+      {"aten::__and__.Tensor(Tensor self, Tensor other) -> Tensor", kFamily, fuseBinary},
+      {"aten::__or__.Tensor(Tensor self, Tensor other) -> Tensor", kFamily, fuseBinary},
       // masked_fill broadcasts self and mask like a binary op; the fill
       // value is the same in every member.
       {"aten::masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor", kFamily, fuseBinary},

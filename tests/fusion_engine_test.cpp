@@ -1,0 +1,108 @@
+// The fusion engine on graphs whose values hold tensors inside optionals and
+// tuples, and on control flow that runs per member (the cases
+// lit/fuse.test shows as IR): the fused graph computes what each member's
+// graph computes alone.
+#include <gtest/gtest.h>
+#include <torch/csrc/jit/api/function_impl.h>
+#include <torch/csrc/jit/ir/irparser.h>
+#include <torch/torch.h>
+
+#include "passes/fuse/graph_fuser.h"
+#include "tests/test_support.h"
+
+namespace hfta {
+namespace {
+
+using testing::allClose;
+
+std::shared_ptr<torch::jit::Graph> parse(const std::string& ir) {
+  auto graph = std::make_shared<torch::jit::Graph>();
+  torch::jit::parseIR(ir, graph.get());
+  return graph;
+}
+
+c10::IValue run(const std::shared_ptr<torch::jit::Graph>& graph, std::vector<c10::IValue> inputs) {
+  torch::jit::GraphFunction function("f", graph->copy(), nullptr);
+  return function(std::move(inputs));
+}
+
+// An early return inside a branch on each member's own data: TorchScript
+// leaves the returned tuple prim::Uninitialized in a member that did not
+// return, and the fused graph must not unpack it there.
+TEST(FusionEngine, EarlyReturnOfATupleOnPerMemberDataTakesEachMembersPath) {
+  const auto member = parse(R"IR(
+graph(%x : Tensor):
+  %none : NoneType = prim::Constant()
+  %zero : int = prim::Constant[value=0]()
+  %one : int = prim::Constant[value=1]()
+  %true : bool = prim::Constant[value=1]()
+  %false : bool = prim::Constant[value=0]()
+  %s : Tensor = aten::sum(%x, %none)
+  %positive : Tensor = aten::gt(%s, %zero)
+  %cond : bool = aten::Bool(%positive)
+  %returned : bool, %early : (Tensor, Tensor) = prim::If(%cond)
+    block0():
+      %n : Tensor = aten::mul(%x, %x)
+      %pair : (Tensor, Tensor) = prim::TupleConstruct(%x, %n)
+      -> (%true, %pair)
+    block1():
+      %undefined : (Tensor, Tensor) = prim::Uninitialized()
+      -> (%false, %undefined)
+  %out : Tensor = prim::If(%returned)
+    block0():
+      %a : Tensor, %b : Tensor = prim::TupleUnpack(%early)
+      %sum : Tensor = aten::add(%a, %b, %one)
+      -> (%sum)
+    block1():
+      %r : Tensor = aten::relu(%x)
+      -> (%r)
+  return (%out)
+)IR");
+  FusionReport report;
+  const auto fused = fuseMemberGraph(*member, 3, {ValueKind::Array}, report);
+  // Member 1 returns early, members 0 and 2 do not.
+  auto x = torch::randn({3, 4, 5}).abs();
+  x[0] = -x[0];
+  x[2] = -x[2];
+  const auto out = run(fused, {x}).toTensor();
+  for (int64_t b = 0; b < 3; ++b) {
+    EXPECT_TRUE(allClose(out[b], run(member, {x[b]}).toTensor(), 0)) << "member " << b;
+  }
+}
+
+// An optional tensor all members share joins a per-member one: broadcast.
+TEST(FusionEngine, SharedOptionalTensorJoiningAnArrayIsBroadcast) {
+  const auto member = parse(R"IR(
+graph(%x : Tensor, %flag : bool):
+  %none : NoneType = prim::Constant()
+  %sizes : int[] = prim::Constant[value=[4]]()
+  %z : Tensor = aten::ones(%sizes, %none, %none, %none, %none)
+  %u : Tensor? = prim::If(%flag)
+    block0():
+      -> (%z)
+    block1():
+      -> (%none)
+  %w : Tensor? = prim::If(%flag)
+    block0():
+      -> (%u)
+    block1():
+      -> (%x)
+  %t : Tensor = prim::unchecked_cast(%w)
+  %one : int = prim::Constant[value=1]()
+  %y : Tensor = aten::add(%t, %x, %one)
+  return (%y)
+)IR");
+  FusionReport report;
+  const auto fused = fuseMemberGraph(*member, 2, {ValueKind::Array, ValueKind::Uniform}, report);
+  EXPECT_TRUE(report.fallbacks.empty()) << report.text();
+  const auto x = torch::randn({2, 4});
+  for (bool flag : {true, false}) {
+    const auto out = run(fused, {x, flag}).toTensor();
+    for (int64_t b = 0; b < 2; ++b) {
+      EXPECT_TRUE(allClose(out[b], run(member, {x[b], flag}).toTensor(), 0)) << "member " << b << " flag " << flag;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace hfta
