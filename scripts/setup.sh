@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what hfta needs and skips what is already there:
 #   Debian packages (compilers, fmt, CLI11, nlohmann-json, GoogleTest, FileCheck,
-#   clang-format)
+#   clang-format, and fortunes: English text that becomes .data/fortunes,
+#   hfta-train's default text corpus in WikiText-2's format)
 #   and a project-local virtual environment (.venv) with the pinned torch,
 #   from whose wheel LibTorch is taken, plus cmake, ninja, lit,
 #   scikit-learn (whose 8x8 digits become .data/digits.pt, hfta-train's
@@ -11,7 +12,7 @@ cd "$(dirname "$0")/.."
 
 readonly TORCH_VERSION=2.11.0
 readonly APT_PACKAGES=(g++ make git python3 python3-venv ninja-build libfmt-dev
-  libcli11-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev llvm-14-tools clang-format)
+  libcli11-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev llvm-14-tools clang-format fortunes)
 
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
@@ -40,4 +41,6 @@ if ! .venv/bin/python -c "import torch, sklearn, matplotlib, sys; sys.exit(torch
 fi
 # hfta-train's default data set: scikit-learn's digits, converted once.
 [ -f .data/digits.pt ] || .venv/bin/python scripts/make_digits.py .data/digits.pt
+# Its default text: the fortunes collection in WikiText-2's format, once.
+[ -f .data/fortunes/wiki.valid.tokens ] || .venv/bin/python scripts/make_corpus.py .data/fortunes
 echo "setup: ready (torch $(.venv/bin/python -c 'import torch; print(torch.__version__)'))"

@@ -103,11 +103,15 @@ at::Tensor Trainer::forward(const at::Tensor& input, const Dataset& data) {
       torch::NoGradGuard no_grad;
       split(module_, 0).forward({member_input});
     } catch (const std::exception& member_error) {
-      throw UserError(
-          fmt::format("the model cannot run on the {} data (batches of [{}] {}): {}. Train a model "
-                      "built for this data's shape",
-                      data.name, fmt::join(member_input.sizes(), ", "), c10::toString(member_input.scalar_type()),
-                      errorSummary(member_error)));
+      const std::string fix =
+          member_input.is_floating_point()
+              ? "Train a model built for this data's shape"
+              : fmt::format("Train a model built for this data: token ids up to {} (build the model with the data's "
+                            "vocabulary size, {}: examples/text.py --vocab-from DATA_DIR)",
+                            data.classes - 1, data.classes);
+      throw UserError(fmt::format("the model cannot run on the {} data (batches of [{}] {}): {}. {}", data.name,
+                                  fmt::join(member_input.sizes(), ", "), c10::toString(member_input.scalar_type()),
+                                  errorSummary(member_error), fix));
     }
     throw;
   }
