@@ -27,6 +27,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "examples"))
 import cnn  # noqa: E402,F401  (registers the CNN kinds)
 import mlp  # noqa: E402
 import vision  # noqa: E402,F401  (registers the vision kinds)
+import text  # noqa: E402,F401  (registers the Transformers)
 
 LR, MOMENTUM = 0.01, 0.9
 
@@ -100,6 +101,7 @@ def main():
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--input-shape", required=True, help="one sample's shape, e.g. 3,32,32")
     parser.add_argument("--width", type=float)
+    parser.add_argument("--tokens", type=int, default=0, help="inputs are token ids in [0, tokens)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--warmup", type=int, default=3)
@@ -111,7 +113,10 @@ def main():
         torch.set_num_threads(args.threads)
     device = torch.device(args.device)
     shape = [int(s) for s in args.input_shape.split(",")]
-    x = torch.randn([args.members, args.batch, *shape], device=device)
+    if args.tokens:  # token ids for the text models
+        x = torch.randint(args.tokens, [args.members, args.batch, *shape], device=device)
+    else:
+        x = torch.randn([args.members, args.batch, *shape], device=device)
     makers = {"vmap": vmap_way, "eager": eager_way}
     ways = {mode: makers[mode](members_of(args.kind, args.members, args.width), x, device)
             for mode in args.modes.split(",")}

@@ -31,6 +31,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, "examples"))
+import text  # noqa: E402  (the Transformers' sequence lengths and vocabularies)
 
 MODES = ["serial", "concurrent", "hfta", "vmap", "eager", "dense"]
 
@@ -42,7 +43,14 @@ MODELS = {
     "dcgan_d": ("3,64,64", 8, [1, 2, 4, 8], 1),
     "mobilenet_v2": ("3,32,32", 8, [1, 2, 4, 8], 1),
     "resnet18": ("3,32,32", 8, [1, 2, 4, 8], 1),
+    # The Transformers of examples/text.py: token ids [N, L] (the shape is L).
+    "lm_small": (str(text.SEQUENCE_LENGTHS["lm_small"]), 20, [1, 2, 4, 8, 16], 2),
+    "bert_small": (str(text.SEQUENCE_LENGTHS["bert_small"]), 8, [1, 2, 4, 8, 16], 2),
+    "lm": (str(text.SEQUENCE_LENGTHS["lm"]), 20, [1, 2, 4, 8], 1),
+    "bert": (str(text.SEQUENCE_LENGTHS["bert"]), 8, [1, 2], 1),
 }
+# The text models' inputs are token ids below their vocabulary's size.
+TOKENS = {m: text.VOCABULARIES[m] for m in ("lm_small", "bert_small", "lm", "bert")}
 QUICK = {"models": ["mlp", "lenet", "pointnet_cls"], "arrays": [1, 8], "rounds": 2}
 
 
@@ -62,7 +70,7 @@ def measure(args, model, array_size, workdir):
     batch = args.batch or batch
     steps = max(1, int(steps * args.steps_scale))
     python = sys.executable
-    script = {"mlp": "mlp.py", "lenet": "cnn.py"}.get(model, "vision.py")
+    script = {"mlp": "mlp.py", "lenet": "cnn.py"}.get(model, "text.py" if model in TOKENS else "vision.py")
     subprocess.run([python, os.path.join(ROOT, "examples", script), workdir, "--kind", model, "--members",
                     str(array_size)], check=True, stdout=subprocess.DEVNULL)
     members = [os.path.join(workdir, f"{model}_{b}.pt") for b in range(array_size)]
@@ -74,6 +82,8 @@ def measure(args, model, array_size, workdir):
         fused = ["--fused", fused_path]
     common = ["--batch", str(batch), "--input-shape", shape, "--rounds", "1", "--steps", str(steps),
               "--warmup", str(args.warmup), "--device", args.device] + (["--amp"] if args.amp else [])
+    if model in TOKENS:
+        common += ["--tokens", str(TOKENS[model])]
     train_modes = os.path.join(args.build, "bench", "train_modes")
     modes = [m for m in MODES if m in args.modes]
     rates = {m: [] for m in modes}

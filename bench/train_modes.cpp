@@ -13,7 +13,7 @@
 //
 //   train_modes MEMBER.pt... --modes serial,hfta,dense [--fused F.pt] [--batch N]
 //       [--input-shape 3,32,32] [--rounds R] [--steps S] [--warmup W] [--threads T]
-//       [--device cpu|cuda] [--amp]
+//       [--device cpu|cuda] [--amp] [--tokens V]
 #include <ATen/autocast_mode.h>
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -72,6 +72,7 @@ int main(int argc, char** argv) {
   CLI::App app{"Training throughput of B members trained one way, for bench/throughput.py", "train_modes"};
   std::vector<std::string> paths, modes;
   std::vector<int64_t> input_shape;
+  int64_t tokens = 0;
   std::string fused_path, device_name = "cpu";
   int64_t batch = 32;
   int rounds = 3, steps = 5, warmup = 3, threads = 0;
@@ -81,6 +82,7 @@ int main(int argc, char** argv) {
   app.add_option("--fused", fused_path, "hfta: the fused module from hfta-fuse (default: fuse the members here)");
   app.add_option("--batch", batch, "each member's batch size N");
   app.add_option("--input-shape", input_shape, "one sample's shape, e.g. 3,32,32")->delimiter(',')->required();
+  app.add_option("--tokens", tokens, "inputs are token ids in [0, tokens) (the text models; input shape: length)");
   app.add_option("--rounds", rounds, "timed rounds per way, alternating between the ways");
   app.add_option("--steps", steps, "steps per round");
   app.add_option("--warmup", warmup, "untimed steps of each way first (the profiling executor's runs)");
@@ -102,6 +104,8 @@ int main(int argc, char** argv) {
     std::vector<int64_t> sample(input_shape);
     auto input = [&](std::vector<int64_t> leading) {
       leading.insert(leading.end(), sample.begin(), sample.end());
+      // Token ids for the text models, else samples of a normal distribution.
+      if (tokens > 0) return torch::randint(tokens, leading, torch::TensorOptions().device(device).dtype(at::kLong));
       return torch::randn(leading, torch::TensorOptions().device(device));
     };
 

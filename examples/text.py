@@ -20,12 +20,17 @@ encoder layer adds the wrong residual and its attention ignores
 import argparse
 import math
 import os
+import warnings
 
 import torch
 from torch import nn
 import torch.nn.functional as F
 
 import mlp
+
+# Scripting nn.TransformerEncoder(norm=None) warns that its `norm` constant is
+# a submodule; harmless, and it would drown real warnings.
+warnings.filterwarnings("ignore", message=r".*non-constant submodule.*")
 
 
 class PositionalEncoding(nn.Module):

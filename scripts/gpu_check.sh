@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The device check: builds hfta against the machine's own torch (CUDA
 # kernels for sm_80/sm_90), runs the CUDA tests, the optimizer benchmark and
-# the training-throughput harness (bench/throughput.py, every way of
-# training B members, then ResNet-18 and MobileNet-V2 again with bfloat16
-# autocast) on the GPU, sized to about 8 minutes on one H200. Needs
+# the Transformers fused on the device against each member alone
+# (tests/python/check_text_fused.py), and the training-throughput harness
+# (bench/throughput.py, every way of training B members, then ResNet-18 and
+# MobileNet-V2 again with bfloat16 autocast, then the Transformer LM and
+# BERT) on the GPU, sized to about 10 minutes on one H200. Needs
 # .gpu-deps from scripts/gpu_deps.sh. On a machine without a GPU it still
 # builds and runs (the CUDA tests skip, the benchmarks run small on the
 # CPU), which is how it is checked before a device run.
@@ -26,17 +28,23 @@ nvidia-smi -L 2>/dev/null || echo "gpu_check: no GPU here; the CUDA tests skip"
 build-gpu/tests/hfta_cuda_tests 2>&1 | tee "$out/cuda_tests.log" | grep -E "OK|FAILED|SKIPPED|PASSED" | head -40
 device=cpu
 nvidia-smi -L >/dev/null 2>&1 && device=cuda
+"$python" tests/python/check_text_fused.py --device "$device" --fuse build-gpu/tools/hfta-fuse \
+  --runtime build-gpu/runtime/libhfta_runtime.so 2>&1 | tee "$out/text_fused.log" | grep -E "OK|FAILED|Error"
 build-gpu/bench/optimizer_step "--device=$device" --benchmark_repetitions=5 --benchmark_enable_random_interleaving=true \
   --benchmark_report_aggregates_only=true 2>&1 | tee "$out/optimizer_step.log" | grep -E "median|Run on|CPU"
 # Training throughput, every way (results.md, results.csv, throughput.png under $out/).
 if [ "$device" = cuda ]; then
   sizes=(--models mlp,lenet,pointnet_cls,resnet18,mobilenet_v2 --arrays 1,4,8 --batch 64 --rounds 1)
   amp_sizes=(--models resnet18,mobilenet_v2 --arrays 8 --batch 64 --rounds 1)
+  text_sizes=(--models lm_small,bert_small,lm --arrays 1,8 --batch 32 --rounds 1)
 else  # the same commands, small enough for a CPU check
   sizes=(--models mlp,lenet --arrays 1,2 --rounds 1 --steps-scale 0.2)
   amp_sizes=(--models mlp --arrays 2 --rounds 1 --steps-scale 0.2)
+  text_sizes=(--models lm_small --arrays 2 --rounds 1 --steps-scale 0.5 --batch 4)
 fi
 timeout 420 "$python" bench/throughput.py --device "$device" --build build-gpu "${sizes[@]}" \
   --out "$out/throughput" 2>&1 | tail -25
 timeout 120 "$python" bench/throughput.py --device "$device" --amp --build build-gpu "${amp_sizes[@]}" \
   --out "$out/throughput_amp" 2>&1 | tail -8
+timeout 150 "$python" bench/throughput.py --device "$device" --build build-gpu "${text_sizes[@]}" \
+  --out "$out/throughput_text" 2>&1 | tail -10
