@@ -20,6 +20,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, "examples"))
 import cnn  # noqa: E402,F401  (registers the CNN kinds)
 import vision  # noqa: E402  (registers the vision kinds)
+import text  # noqa: E402  (the Transformers)
 
 
 def main_output(out):
@@ -40,9 +41,11 @@ def main():
     args = parser.parse_args()
     torch.ops.load_library(os.path.join(args.build, "runtime", "libhfta_runtime.so"))
     torch.set_num_threads(args.threads)
-    shapes = {**cnn.INPUT_SHAPES, **vision.INPUT_SHAPES, "mlp": (16,)}
+    shapes = {**cnn.INPUT_SHAPES, **vision.INPUT_SHAPES, "mlp": (16,),
+              **{kind: (length,) for kind, length in text.SEQUENCE_LENGTHS.items()}}
     shape = [int(s) for s in args.input_shape.split(",")] if args.input_shape else list(shapes[args.kind])
-    script = {"mlp": "mlp.py"}.get(args.kind, "cnn.py" if args.kind in cnn.MODELS else "vision.py")
+    script = {"mlp": "mlp.py"}.get(args.kind, "cnn.py" if args.kind in cnn.MODELS else
+                                   "text.py" if args.kind in text.MODELS else "vision.py")
     with tempfile.TemporaryDirectory() as tmp:
         subprocess.run([sys.executable, os.path.join(ROOT, "examples", script), tmp, "--kind", args.kind,
                         "--members", str(args.members)], check=True, stdout=subprocess.DEVNULL)
@@ -51,7 +54,10 @@ def main():
                        check=True, stdout=subprocess.DEVNULL)
         fused = torch.jit.load(os.path.join(tmp, "fused.pt"))
         members = [torch.jit.load(p) for p in paths]
-    x = torch.randn(args.members, args.batch, *shape)
+    if args.kind in text.VOCABULARIES:  # token ids
+        x = torch.randint(text.VOCABULARIES[args.kind], (args.members, args.batch, *shape))
+    else:
+        x = torch.randn(args.members, args.batch, *shape)
 
     def fused_step():
         main_output(fused(x)).pow(2).flatten(1).mean(1).sum().backward()

@@ -70,8 +70,9 @@ at::Tensor embedding(const at::Tensor& weight, const at::Tensor& indices, int64_
 at::Tensor& embedding_renorm_(at::Tensor& weight, const at::Tensor& indices, double max_norm, double norm_type);
 // Layer norm over a member's last dims with its own weight and bias
 // ([B, *normalized_shape]); the input may be shared ([1, ...]).
-at::Tensor layer_norm(const at::Tensor& input, at::IntArrayRef normalized_shape, const std::optional<at::Tensor>& weight,
-                      const std::optional<at::Tensor>& bias, double eps, bool cudnn_enable);
+at::Tensor layer_norm(const at::Tensor& input, at::IntArrayRef normalized_shape,
+                      const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, double eps,
+                      bool cudnn_enable);
 // Attention per member with the members folded into the batch dim: query,
 // key, value [B|1, *batch, L, E]; the mask [B|1, ...] as a member's mask
 // with the member dim first. Dropout draws each member's own mask.

@@ -46,6 +46,15 @@ at::Tensor foldedAttentionMask(const at::Tensor& mask, int64_t mask_type, int64_
   return shaped.expand(sizes).flatten(0, 1);
 }
 
+// Member b's row i of its table [V, D] is row b * V + i of the stacked
+// table [B, V, D] viewed [B*V, D]: the ids [B|1, ...] offset so.
+at::Tensor stackedRows(const at::Tensor& weight, const at::Tensor& indices) {
+  const int64_t members = weight.size(0);
+  std::vector<int64_t> offset_shape(indices.dim(), 1);
+  offset_shape[0] = members;
+  return indices + at::arange(members, indices.options()).mul_(weight.size(1)).view(offset_shape);
+}
+
 // Self-attention of the fast paths on x [B, N, L, E]: the packed
 // projection, attention over [B*N, H, L, D], the output projection.
 at::Tensor selfAttention(const at::Tensor& x, int64_t num_heads, const at::Tensor& qkv_weight,
@@ -74,16 +83,11 @@ at::Tensor selfAttention(const at::Tensor& x, int64_t num_heads, const at::Tenso
 at::Tensor embedding(const at::Tensor& weight, const at::Tensor& indices, int64_t padding_idx, bool scale_grad_by_freq,
                      bool sparse) {
   TORCH_CHECK(weight.dim() == 3, "hfta::embedding: weight must be [B, V, D], got ", weight.sizes());
-  TORCH_CHECK(!sparse, "hfta::embedding: sparse gradients (sparse=True) of a stacked embedding table are not supported; "
+  TORCH_CHECK(!sparse,
+              "hfta::embedding: sparse gradients (sparse=True) of a stacked embedding table are not supported; "
               "build the members' embeddings with sparse=False");
-  const int64_t members = weight.size(0);
-  const int64_t rows = weight.size(1);
-  // Member b's row i is row b * V + i of the stacked table.
-  std::vector<int64_t> offset_shape(indices.dim(), 1);
-  offset_shape[0] = members;
-  const auto offsets = at::arange(members, indices.options()).mul_(rows).view(offset_shape);
-  const auto out = at::embedding(weight.flatten(0, 1), indices + offsets, /*padding_idx=*/-1, scale_grad_by_freq,
-                                 sparse);
+  const auto out =
+      at::embedding(weight.flatten(0, 1), stackedRows(weight, indices), /*padding_idx=*/-1, scale_grad_by_freq, sparse);
   if (padding_idx < 0) return out;
   // Each member's padding row gets no gradient: where a member looks up
   // row padding_idx its output is the row's value, detached.
@@ -93,17 +97,14 @@ at::Tensor embedding(const at::Tensor& weight, const at::Tensor& indices, int64_
 
 at::Tensor& embedding_renorm_(at::Tensor& weight, const at::Tensor& indices, double max_norm, double norm_type) {
   TORCH_CHECK(weight.dim() == 3, "hfta::embedding_renorm_: weight must be [B, V, D], got ", weight.sizes());
-  const int64_t members = weight.size(0);
-  std::vector<int64_t> offset_shape(indices.dim(), 1);
-  offset_shape[0] = members;
-  const auto offsets = at::arange(members, indices.options()).mul_(weight.size(1)).view(offset_shape);
   auto flat = weight.view({-1, weight.size(2)});
-  at::embedding_renorm_(flat, (indices + offsets).flatten(), max_norm, norm_type);
+  at::embedding_renorm_(flat, stackedRows(weight, indices).flatten(), max_norm, norm_type);
   return weight;
 }
 
-at::Tensor layer_norm(const at::Tensor& input, at::IntArrayRef normalized_shape, const std::optional<at::Tensor>& weight,
-                      const std::optional<at::Tensor>& bias, double eps, bool cudnn_enable) {
+at::Tensor layer_norm(const at::Tensor& input, at::IntArrayRef normalized_shape,
+                      const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, double eps,
+                      bool cudnn_enable) {
   // Normalization has no parameters: once over all members (or once for a
   // shared [1, ...] input); then each member's own scale and shift.
   auto y = at::layer_norm(input, normalized_shape, std::nullopt, std::nullopt, eps, cudnn_enable);
@@ -165,8 +166,12 @@ at::Tensor transformer_encoder_layer_fwd(const at::Tensor& src, int64_t embed_di
   TORCH_CHECK(src.dim() == 4, "hfta::transformer_encoder_layer_fwd: src must be [B, N, L, E], got ", src.sizes());
   const auto x_in = expand_members(src, qkv_weight.size(0));
   const std::vector<int64_t> shape{embed_dim};
-  auto norm1 = [&](const at::Tensor& t) { return hfta::ops::layer_norm(t, shape, norm_weight_1, norm_bias_1, eps, true); };
-  auto norm2 = [&](const at::Tensor& t) { return hfta::ops::layer_norm(t, shape, norm_weight_2, norm_bias_2, eps, true); };
+  auto norm1 = [&](const at::Tensor& t) {
+    return hfta::ops::layer_norm(t, shape, norm_weight_1, norm_bias_1, eps, true);
+  };
+  auto norm2 = [&](const at::Tensor& t) {
+    return hfta::ops::layer_norm(t, shape, norm_weight_2, norm_bias_2, eps, true);
+  };
   auto attention = [&](const at::Tensor& t) {
     return selfAttention(t, num_heads, qkv_weight, qkv_bias, proj_weight, proj_bias, mask, mask_type);
   };

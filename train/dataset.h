@@ -12,8 +12,8 @@
 namespace hfta::train {
 
 struct Dataset {
-  at::Tensor inputs;   // [N, C, H, W] float32 images, or [N, L] int64 token ids
-  at::Tensor targets;  // [N] or [N, L], int64
+  at::Tensor inputs;    // [N, C, H, W] float32 images, or [N, L] int64 token ids
+  at::Tensor targets;   // [N] or [N, L], int64
   int64_t classes = 0;  // classes, or the vocabulary's size
   std::string name;
   // The data set's own held-out split (WikiText's validation file), if it
@@ -42,8 +42,7 @@ Dataset synthetic(int64_t size, const std::vector<int64_t>& shape, int64_t class
 // the folder), "synthetic", or the text of a folder in WikiText-2's format:
 // "wikitext" (next-word prediction) or "wikitext-mlm" (masked words, masks
 // drawn from `seed`), in sequences of `sequence_length` tokens.
-Dataset loadDataset(const std::string& kind, const std::string& path, int64_t sequence_length = 35,
-                    uint64_t seed = 0);
+Dataset loadDataset(const std::string& kind, const std::string& path, int64_t sequence_length = 35, uint64_t seed = 0);
 
 // The last `fraction` of a fixed permutation (seeded) is held out.
 std::pair<Dataset, Dataset> holdOut(const Dataset& data, double fraction, uint64_t seed);

@@ -14,9 +14,9 @@ namespace hfta::train {
 std::string metricsCsv(const std::vector<MemberEpoch>& rows) {
   std::string out = "epoch,member,train_loss,heldout_loss,heldout_accuracy,heldout_perplexity,lr,seconds,diverged\n";
   for (const auto& r : rows) {
-    out += fmt::format("{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.3f},{}\n", r.epoch, r.member, r.train_loss,
-                       r.heldout_loss, r.heldout_accuracy, std::exp(r.heldout_loss), r.lr, r.seconds,
-                       r.diverged ? 1 : 0);
+    out +=
+        fmt::format("{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.3f},{}\n", r.epoch, r.member, r.train_loss,
+                    r.heldout_loss, r.heldout_accuracy, std::exp(r.heldout_loss), r.lr, r.seconds, r.diverged ? 1 : 0);
   }
   return out;
 }

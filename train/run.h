@@ -31,7 +31,7 @@ struct RunConfig {
   // model it was saved from.
   std::string resume;
   std::string dataset = "digits", data;
-  int64_t limit = 0;  // the data set's first samples only (0: all)
+  int64_t limit = 0;             // the data set's first samples only (0: all)
   int64_t sequence_length = 35;  // tokens per sequence, for text data
   double holdout = 0.2;
   std::string optimizer = "sgd";

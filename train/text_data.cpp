@@ -80,8 +80,8 @@ Streams readCorpus(const std::string& dir, int64_t min_tokens) {
   s.vocabulary = vocabulary.size();
   for (const auto& [stream, name] : {std::pair{s.train, "wiki.train.tokens"}, {s.valid, "wiki.valid.tokens"}}) {
     if (stream.numel() < min_tokens) {
-      throw UserError(fmt::format("{}/{}: {} tokens, fewer than one sequence of {} needs", dir, name, stream.numel(),
-                                  min_tokens));
+      throw UserError(
+          fmt::format("{}/{}: {} tokens, fewer than one sequence of {} needs", dir, name, stream.numel(), min_tokens));
     }
   }
   return s;

@@ -57,15 +57,15 @@ std::pair<at::Tensor, at::Tensor> Trainer::memberLossSums(const at::Tensor& outp
   // (text): outputs [B, N, L, vocabulary], targets [B, N, L].
   const bool per_position = targets.dim() == 3;
   const bool shaped = outputs.dim() == targets.dim() + 1 && outputs.size(0) == array_size_ &&
-                      outputs.size(-1) == classes && outputs.sizes().slice(1, targets.dim() - 1) == targets.sizes().slice(1);
+                      outputs.size(-1) == classes &&
+                      outputs.sizes().slice(1, targets.dim() - 1) == targets.sizes().slice(1);
   if (!shaped) {
     throw UserError(fmt::format(
         "the fused module returns [{}], but training on this data needs [B={}, {}={}] per batch{}",
         fmt::join(outputs.sizes(), ", "), array_size_,
         per_position ? fmt::format("N={}, L={}, vocabulary", targets.size(1), targets.size(2))
                      : fmt::format("N={}, classes", targets.size(1)),
-        classes,
-        per_position ? " (build the model with the data's vocabulary size, which hfta-train prints)" : ""));
+        classes, per_position ? " (build the model with the data's vocabulary size, which hfta-train prints)" : ""));
   }
   if (per_position && options_.loss != "cross_entropy") {
     throw SettingError("loss", fmt::format("text data trains with cross_entropy, not {}", options_.loss));
@@ -106,9 +106,10 @@ at::Tensor Trainer::forward(const at::Tensor& input, const Dataset& data) {
       const std::string fix =
           member_input.is_floating_point()
               ? "Train a model built for this data's shape"
-              : fmt::format("Train a model built for this data: token ids up to {} (build the model with the data's "
-                            "vocabulary size, {}: examples/text.py --vocab-from DATA_DIR)",
-                            data.classes - 1, data.classes);
+              : fmt::format(
+                    "Train a model built for this data: token ids up to {} (build the model with the data's "
+                    "vocabulary size, {}: examples/text.py --vocab-from DATA_DIR)",
+                    data.classes - 1, data.classes);
       throw UserError(fmt::format("the model cannot run on the {} data (batches of [{}] {}): {}. {}", data.name,
                                   fmt::join(member_input.sizes(), ", "), c10::toString(member_input.scalar_type()),
                                   errorSummary(member_error), fix));

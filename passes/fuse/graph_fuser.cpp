@@ -129,7 +129,8 @@ void GraphFuser::fuseNode(Node* node) {
     // read, so it can stand for any kind; as an array it lets the rules of
     // the dead code after a raise fuse instead of falling back.
     Node* copy = insertAsIs(node);
-    bind(node->output(), {copy->output(), containsTensor(node->output()->type()) ? ValueKind::Array : ValueKind::Uniform});
+    bind(node->output(),
+         {copy->output(), containsTensor(node->output()->type()) ? ValueKind::Array : ValueKind::Uniform});
     return;
   }
   if (isUniform(node)) {
@@ -326,9 +327,9 @@ std::shared_ptr<Graph> fuseMemberGraph(const Graph& tmpl, int64_t array_size, co
   auto outputs = fuser.fuseBlock(const_cast<Graph&>(tmpl).block(), fused->block());
   WithInsertPoint guard(fused->block());
   for (const auto& out : outputs) {
-    const bool holds_tensor = containsTensor(out.kind == ValueKind::PerMember
-                                                 ? out.value->type()->expectRef<c10::ListType>().getElementType()
-                                                 : out.value->type());
+    const bool holds_tensor =
+        containsTensor(out.kind == ValueKind::PerMember ? out.value->type()->expectRef<c10::ListType>().getElementType()
+                                                        : out.value->type());
     fused->registerOutput(holds_tensor ? fuser.toArray(out) : out.value);
   }
   torch::jit::EliminateDeadCode(fused);

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <torch/csrc/jit/ir/alias_analysis.h>
 #include <torch/csrc/jit/ir/constants.h>
 #include <torch/csrc/jit/ir/irparser.h>
 
@@ -117,6 +118,9 @@ std::shared_ptr<torch::jit::Graph> parseGraph(const std::string& text, const std
     forEachNode(graph->block(), [](torch::jit::Node* node) {
       if (node->kind() == c10::prim::Constant) torch::jit::toIValue(node->output());
     });
+    // An op no one registered (a misspelt kind): alias analysis, which the
+    // passes run, knows every op and refuses the others.
+    torch::jit::AliasDb check_ops(graph);
   } catch (const std::exception& e) {
     throw UserError(fmt::format("{} is not valid TorchScript IR: {}", source, errorSummary(e)));
   }

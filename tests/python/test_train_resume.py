@@ -29,9 +29,11 @@ DELAYS = (0.15, 0.05, 0.3)
 
 
 def metrics(path):
-    """The metrics without the wall time."""
+    """The metrics without the wall time (the "seconds" column)."""
     with open(path) as f:
-        return [",".join(line.strip().split(",")[:6] + line.strip().split(",")[7:]) for line in f]
+        rows = [line.strip().split(",") for line in f]
+    seconds = rows[0].index("seconds")
+    return [",".join(row[:seconds] + row[seconds + 1:]) for row in rows]
 
 
 def interrupt(command, delay, checkpoint):

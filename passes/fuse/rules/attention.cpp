@@ -34,9 +34,7 @@ RuleResult fuseAttention(RuleContext& ctx) {
   return fuseAsMemberOp(ctx, kAttention, {/*query=*/0, /*key=*/1, /*value=*/2, /*attn_mask=*/3});
 }
 
-RuleResult fuseEncoderLayer(RuleContext& ctx) {
-  return fuseAsMemberOp(ctx, kEncoderLayer, {/*src=*/0, /*mask=*/18});
-}
+RuleResult fuseEncoderLayer(RuleContext& ctx) { return fuseAsMemberOp(ctx, kEncoderLayer, {/*src=*/0, /*mask=*/18}); }
 
 RuleResult fuseMultiHeadAttention(RuleContext& ctx) {
   return fuseAsMemberOp(ctx, kMultiHeadAttention, {/*query=*/0, /*key=*/1, /*value=*/2, /*mask=*/9});
@@ -84,8 +82,7 @@ std::vector<RuleEntry> attentionRules() {
       {"aten::_nested_tensor_from_mask_left_aligned(Tensor t, Tensor mask) -> bool", kFamily, answerNotLeftAligned},
       {"aten::_nested_tensor_from_mask(Tensor t, Tensor mask, bool mask_check=True) -> Tensor", kFamily,
        refuseNestedTensor},
-      {"aten::to_padded_tensor(Tensor self, float padding, SymInt[]? output_size=None) -> Tensor", kFamily,
-       keepPadded},
+      {"aten::to_padded_tensor(Tensor self, float padding, SymInt[]? output_size=None) -> Tensor", kFamily, keepPadded},
   };
 }
 

@@ -55,8 +55,8 @@ std::vector<RuleEntry> linearRules() {
       {"aten::bmm(Tensor self, Tensor mat2) -> Tensor", "linear", fuseMatmul},
       {"aten::addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor", "linear",
        fuseAddmm},
-      {"aten::baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor",
-       "linear", fuseBaddbmm},
+      {"aten::baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor", "linear",
+       fuseBaddbmm},
       {"aten::t(Tensor(a) self) -> Tensor(a)", "linear", fuseTranspose},
   };
 }

@@ -83,8 +83,9 @@ RuleResult fuseFullReduction(RuleContext& ctx) {
 // expand(x, size): new leading member dims go after the member dim.
 RuleResult fuseExpand(RuleContext& ctx) {
   if (!ctx.uniformFrom(1)) return RuleResult::decline("the size differs per member");
-  ctx.bindOutput(0, ctx.insert(c10::Symbol::fromQualString("hfta::expand"), {ctx.array(0), ctx.uniform(1), ctx.uniform(2)}),
-                 ValueKind::Array);
+  ctx.bindOutput(
+      0, ctx.insert(c10::Symbol::fromQualString("hfta::expand"), {ctx.array(0), ctx.uniform(1), ctx.uniform(2)}),
+      ValueKind::Array);
   return RuleResult::fused();
 }
 
