@@ -46,8 +46,8 @@ MODELS = {
     # The Transformers of examples/text.py: token ids [N, L] (the shape is L).
     "lm_small": (str(text.SEQUENCE_LENGTHS["lm_small"]), 20, [1, 2, 4, 8, 16], 2),
     "bert_small": (str(text.SEQUENCE_LENGTHS["bert_small"]), 8, [1, 2, 4, 8, 16], 2),
-    "lm": (str(text.SEQUENCE_LENGTHS["lm"]), 20, [1, 2, 4, 8], 1),
-    "bert": (str(text.SEQUENCE_LENGTHS["bert"]), 8, [1, 2], 1),
+    "lm": (str(text.SEQUENCE_LENGTHS["lm"]), 20, [1, 2, 4, 8], 3),
+    "bert": (str(text.SEQUENCE_LENGTHS["bert"]), 8, [1, 2], 2),
 }
 # The text models' inputs are token ids below their vocabulary's size.
 TOKENS = {m: text.VOCABULARIES[m] for m in ("lm_small", "bert_small", "lm", "bert")}
