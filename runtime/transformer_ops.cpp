@@ -4,6 +4,8 @@
 // kernels run once for all members), and PyTorch's inference fast paths
 // (_transformer_encoder_layer_fwd, _native_multi_head_attention) computed
 // from those, for stacked weights.
+#include <limits>
+
 #include "runtime/ops.h"
 
 namespace hfta::ops {
@@ -25,19 +27,22 @@ at::Tensor foldIntoBatch(const at::Tensor& array, int64_t members) {
 // An attention mask for a member's [N, H, L, S] scores, as the fast paths
 // take it: mask_type 0 is [L, S], 1 a key padding mask [N, S], 2 [N, H, L,
 // S]; here with the member dim first ([B|1, ...]). Returns it folded to
-// broadcast against [B*N, H, L, S].
+// broadcast against [B*N, H, L, S], as scaled_dot_product_attention takes
+// it (a float mask is added; a bool one, which the fast paths read as true
+// where masked, becomes true where attended).
 at::Tensor foldedAttentionMask(const at::Tensor& mask, int64_t mask_type, int64_t members, int64_t batch) {
+  const auto sdpa_mask = mask.scalar_type() == at::kBool ? mask.logical_not() : mask;
   at::Tensor shaped;
   switch (mask_type) {
     case 0:
-      shaped = mask.unsqueeze(1).unsqueeze(1);  // [B|1, 1, 1, L, S]
+      shaped = sdpa_mask.unsqueeze(1).unsqueeze(1);  // [B|1, 1, 1, L, S]
       break;
     case 1:
-      shaped = mask.unsqueeze(2).unsqueeze(2);  // [B|1, N, 1, 1, S]
+      shaped = sdpa_mask.unsqueeze(2).unsqueeze(2);  // [B|1, N, 1, 1, S]
       break;
     default:
       TORCH_CHECK(mask_type == 2, "hfta: unknown attention mask type ", mask_type);
-      shaped = mask;  // [B|1, N, H, L, S]
+      shaped = sdpa_mask;  // [B|1, N, H, L, S]
   }
   if (shaped.size(0) == 1 && shaped.size(1) == 1) return shaped.squeeze(0);  // one mask for every member and batch
   auto sizes = shaped.sizes().vec();
@@ -214,7 +219,11 @@ std::tuple<at::Tensor, at::Tensor> native_multi_head_attention(
   at::Tensor weights;
   if (need_weights) {
     auto scores = at::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(head_dim));
-    if (attn_mask) scores = scores + *attn_mask;
+    if (attn_mask) {
+      scores = attn_mask->scalar_type() == at::kBool
+                   ? scores.masked_fill(attn_mask->logical_not(), -std::numeric_limits<double>::infinity())
+                   : scores + *attn_mask;
+    }
     weights = at::softmax(scores, -1);
     out = at::matmul(weights, v);
     weights = weights.unflatten(0, {members, batch});  // [B, N, H, L, S]
