@@ -18,6 +18,7 @@ encoder layer adds the wrong residual and its attention ignores
 `key_padding_mask`; here both come from `nn.TransformerEncoderLayer`.
 """
 import argparse
+import inspect
 import math
 import os
 import warnings
@@ -133,7 +134,9 @@ def model_factory(name):
 MODELS = {name: model_factory(name) for name in CONFIGS}
 # One member's sequence length for the tests and benchmarks (token ids [N, L]).
 SEQUENCE_LENGTHS = {"lm_tiny": 8, "lm_small": 35, "lm": 35, "bert_tiny": 8, "bert_small": 64, "bert": 128}
-VOCABULARIES = {name: CONFIGS[name][1].get("vocab", CONFIGS[name][0].__init__.__defaults__[0]) for name in CONFIGS}
+# Each configuration's vocabulary (the published ones: their class's default).
+VOCABULARIES = {name: settings.get("vocab", inspect.signature(cls).parameters["vocab"].default)
+                for name, (cls, settings) in CONFIGS.items()}
 mlp.MODELS.update(MODELS)
 
 
