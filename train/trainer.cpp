@@ -8,6 +8,7 @@
 
 #include "passes/hfta/hfta.h"
 #include "passes/ir/diagnostics.h"
+#include "runtime/ops.h"
 #include "train/setting_error.h"
 #include "train/text_data.h"
 
@@ -38,17 +39,8 @@ Trainer::Trainer(torch::jit::Module fused, optim::FusedOptimizer& optimizer, Tra
   if (options_.epochs < 0) throw SettingError("epochs", "must be >= 0");
 }
 
-at::Tensor Trainer::forEveryMember(const at::Tensor& targets) const {
-  std::vector<int64_t> sizes{array_size_};
-  sizes.insert(sizes.end(), targets.sizes().begin(), targets.sizes().end());
-  return targets.unsqueeze(0).expand(sizes);
-}
-
 at::Tensor Trainer::sameForAll(const at::Tensor& images) const {
-  if (shared_input_) return images;
-  std::vector<int64_t> sizes{array_size_};
-  sizes.insert(sizes.end(), images.sizes().begin(), images.sizes().end());
-  return images.unsqueeze(0).expand(sizes);  // B views of one batch, no copy
+  return shared_input_ ? images : ops::broadcast_to_members(images, array_size_);  // B views, no copy
 }
 
 std::pair<at::Tensor, at::Tensor> Trainer::memberLossSums(const at::Tensor& outputs, const at::Tensor& targets,
@@ -152,7 +144,7 @@ std::vector<MemberEpoch> Trainer::runEpoch(const Dataset& train, const Dataset& 
     if (options_.same_batches) {
       const auto index = orders[0].slice(0, begin, end);
       images = train.inputs.index_select(0, index);
-      labels = forEveryMember(train.targets.index_select(0, index));
+      labels = ops::broadcast_to_members(train.targets.index_select(0, index), array_size_);
     } else {
       std::vector<at::Tensor> xs, ys;
       for (const auto& order : orders) {
@@ -206,7 +198,7 @@ std::pair<std::vector<double>, std::vector<double>> Trainer::evaluate(const Data
   for (int64_t begin = 0; begin < n; begin += options_.batch_size) {
     const int64_t end = std::min(n, begin + options_.batch_size);
     const auto images = heldout.inputs.slice(0, begin, end);
-    const auto labels = forEveryMember(heldout.targets.slice(0, begin, end));
+    const auto labels = ops::broadcast_to_members(heldout.targets.slice(0, begin, end), array_size_);
     const auto outputs = forward(sameForAll(images), heldout);
     const auto [sums, counts] = memberLossSums(outputs, labels, heldout.classes);
     loss_sum += sums.to(at::kDouble);

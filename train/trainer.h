@@ -77,8 +77,6 @@ class Trainer {
   // it: B views [B, N, ...] (or the batch itself, for a module fused with a
   // shared input).
   at::Tensor sameForAll(const at::Tensor& images) const;
-  // Targets [N, ...] that every member sees: B views [B, N, ...].
-  at::Tensor forEveryMember(const at::Tensor& targets) const;
   // Per member [B]: the sum of the losses of outputs [B, N, (L,) K] against
   // targets [B, N, (L)], and how many samples (or positions with a target)
   // they sum over.
