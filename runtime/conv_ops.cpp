@@ -131,7 +131,9 @@ at::Tensor batch_norm_momenta(const at::Tensor& input, const std::optional<at::T
   at::NoGradGuard no_grad;
   std::vector<int64_t> reduced{0};
   for (int64_t d = 2; d < input.dim(); ++d) reduced.push_back(d);
-  const auto [var, mean] = at::var_mean(input, reduced, /*correction=*/1);
+  // In the statistics' dtype, as at::batch_norm accumulates them: under
+  // autocast the input may be bfloat16 or float16.
+  const auto [var, mean] = at::var_mean(input.to(running_mean->scalar_type()), reduced, /*correction=*/1);
   const int64_t members = static_cast<int64_t>(momenta.size());
   const auto m = at::tensor(std::vector<double>(momenta.begin(), momenta.end()))
                      .to(input.options().dtype(running_mean->scalar_type()))

@@ -112,14 +112,24 @@ at::Tensor layer_norm(const at::Tensor& input, at::IntArrayRef normalized_shape,
                       bool cudnn_enable) {
   // Normalization has no parameters: once over all members (or once for a
   // shared [1, ...] input); then each member's own scale and shift.
-  auto y = at::layer_norm(input, normalized_shape, std::nullopt, std::nullopt, eps, cudnn_enable);
-  const int64_t rank = input.dim() - 1;
   const bool has_weight = weight.has_value() && weight->defined();
   const bool has_bias = bias.has_value() && bias->defined();
-  if (has_weight && has_bias) return at::addcmul(withMemberRank(*bias, rank), y, withMemberRank(*weight, rank));
-  if (has_weight) return y * withMemberRank(*weight, rank);
-  if (has_bias) return y + withMemberRank(*bias, rank);
-  return y;
+  // A lower-precision input with float32 parameters (autocast's bfloat16 or
+  // float16 activations): as at::layer_norm, computed in the parameters'
+  // dtype and rounded once to the input's.
+  const auto param_dtype = has_weight ? weight->scalar_type() : has_bias ? bias->scalar_type() : input.scalar_type();
+  const bool mixed = param_dtype != input.scalar_type() && at::isReducedFloatingType(input.scalar_type());
+  auto y = at::layer_norm(mixed ? input.to(param_dtype) : input, normalized_shape, std::nullopt, std::nullopt, eps,
+                          cudnn_enable);
+  const int64_t rank = input.dim() - 1;
+  if (has_weight && has_bias) {
+    y = at::addcmul(withMemberRank(*bias, rank), y, withMemberRank(*weight, rank));
+  } else if (has_weight) {
+    y = y * withMemberRank(*weight, rank);
+  } else if (has_bias) {
+    y = y + withMemberRank(*bias, rank);
+  }
+  return mixed ? y.to(input.scalar_type()) : y;
 }
 
 at::Tensor scaled_dot_product_attention(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
@@ -184,12 +194,15 @@ at::Tensor transformer_encoder_layer_fwd(const at::Tensor& src, int64_t embed_di
     auto h = hfta::ops::linear(t, ffn_weight_1, ffn_bias_1);
     return hfta::ops::linear(use_gelu ? at::gelu(h) : at::relu(h), ffn_weight_2, ffn_bias_2);
   };
+  // Residuals added in place, as ATen's transformer_encoder_layer_forward
+  // adds them: into the attention's and the feed-forward's outputs, in their
+  // dtype (bfloat16 or float16 under autocast, with a float32 src).
   if (norm_first) {
-    auto x = x_in + attention(norm1(x_in));
-    return x + feed_forward(norm2(x));
+    auto x = attention(norm1(x_in)).add_(x_in);
+    return feed_forward(norm2(x)).add_(x);
   }
-  auto x = norm1(x_in + attention(x_in));
-  return norm2(x + feed_forward(x));
+  auto x = norm1(attention(x_in).add_(x_in));
+  return norm2(feed_forward(x).add_(x));
 }
 
 std::tuple<at::Tensor, at::Tensor> native_multi_head_attention(
