@@ -2,7 +2,8 @@
 # The device check: builds hfta against the machine's own torch (CUDA
 # kernels for sm_80/sm_90), runs the CUDA tests, the optimizer benchmark and
 # the Transformers fused on the device against each member alone
-# (tests/python/check_text_fused.py), and the training-throughput harness
+# (tests/python/check_text_fused.py) and under autocast
+# (tests/python/check_autocast.py), and the training-throughput harness
 # (bench/throughput.py, every way of training B members, then ResNet-18 and
 # MobileNet-V2 again with bfloat16 autocast, then the Transformer LM and
 # BERT) on the GPU, sized to about 10 minutes on one H200. Needs
@@ -30,6 +31,9 @@ device=cpu
 nvidia-smi -L >/dev/null 2>&1 && device=cuda
 "$python" tests/python/check_text_fused.py --device "$device" --fuse build-gpu/tools/hfta-fuse \
   --runtime build-gpu/runtime/libhfta_runtime.so 2>&1 | tee "$out/text_fused.log" | grep -E "OK|FAILED|Error"
+# Mixed precision: the fused array under autocast against each member alone (float16 and bfloat16).
+"$python" tests/python/check_autocast.py --device "$device" --dtypes float16,bfloat16 --fuse build-gpu/tools/hfta-fuse \
+  --runtime build-gpu/runtime/libhfta_runtime.so 2>&1 | tee "$out/autocast.log" | grep -E "OK|FAILED|Error"
 build-gpu/bench/optimizer_step "--device=$device" --benchmark_repetitions=5 --benchmark_enable_random_interleaving=true \
   --benchmark_report_aggregates_only=true 2>&1 | tee "$out/optimizer_step.log" | grep -E "median|Run on|CPU"
 # Training throughput, every way (results.md, results.csv, throughput.png under $out/).
