@@ -26,7 +26,9 @@ grep -E "hfta:|CUDA kernels" "$out/configure.log" || true
 cmake --build build-gpu -j "$(nproc)" --target hfta_cuda_tests optimizer_step train_modes hfta-fuse >"$out/build.log" 2>&1 ||
   { grep -E "error|Error" -A3 "$out/build.log" | head -40; exit 1; }
 nvidia-smi -L 2>/dev/null || echo "gpu_check: no GPU here; the CUDA tests skip"
-build-gpu/tests/hfta_cuda_tests 2>&1 | tee "$out/cuda_tests.log" | grep -E "OK|FAILED|SKIPPED|PASSED" | head -40
+# PyTorch's loss-scaler answers for the CUDA scaler tests.
+"$python" tests/python/make_optim_references.py "$out/test_models" >/dev/null
+HFTA_TEST_MODELS="$out/test_models" build-gpu/tests/hfta_cuda_tests 2>&1 | tee "$out/cuda_tests.log" | grep -E "OK|FAILED|SKIPPED|PASSED" | head -40
 device=cpu
 nvidia-smi -L >/dev/null 2>&1 && device=cuda
 "$python" tests/python/check_text_fused.py --device "$device" --fuse build-gpu/tools/hfta-fuse \

@@ -136,6 +136,36 @@ TEST(FusedOptimizer, AFrozenMemberStopsAndTheOthersTrainOn) {
   EXPECT_FALSE(reloaded.frozen(0));
 }
 
+// A skipped member (what the loss scaler asks after its overflow) keeps
+// its parameters, moments and step count; the others step.
+TEST(FusedOptimizer, SkippedMembersStayAsTheyWereAndCountNoStep) {
+  auto skipping = stackedParameters(), plain = stackedParameters();
+  FusedAdam with_skip(skipping, kMembers, AdamOptions{1e-2});
+  FusedAdam without(plain, kMembers, AdamOptions{1e-2});
+  setRandomGradients(skipping, 0);
+  setRandomGradients(plain, 0);
+  with_skip.step({0, 1, 0, 0});
+  without.step();
+  for (size_t i = 0; i < skipping.size(); ++i) {
+    EXPECT_TRUE(torch::equal(skipping[i][1], stackedParameters()[i][1])) << "param " << i;
+    EXPECT_TRUE(torch::equal(skipping[i][2], plain[i][2])) << "param " << i;
+  }
+  const auto saved = with_skip.state_dict().toGenericDict();
+  EXPECT_EQ(saved.at("steps").toListRef()[0].toIntVector(), (std::vector<int64_t>{1, 0, 1, 1}));
+  const auto exp_avg = saved.at("state").toListRef()[0].toGenericDict().at("exp_avg").toTensor();
+  EXPECT_EQ(exp_avg[1].abs().max().item<float>(), 0.0f);
+  EXPECT_THROW(with_skip.step({0, 1}), std::invalid_argument);
+  // A state saved with one step count per parameter (before counts were
+  // per member) loads as that count for every member.
+  auto state = without.state_dict().toGenericDict();
+  state.insert_or_assign("steps", c10::List<int64_t>(std::vector<int64_t>(skipping.size(), 1)));
+  auto params = stackedParameters();
+  FusedAdam reloaded(params, kMembers, AdamOptions{1e-2});
+  reloaded.load_state_dict(state);
+  const auto reloaded_steps = reloaded.state_dict().toGenericDict().at("steps");
+  EXPECT_EQ(reloaded_steps.toListRef()[0].toIntVector(), (std::vector<int64_t>{1, 1, 1, 1}));
+}
+
 TEST(FusedOptimizer, BadSettingsNameTheMember) {
   auto p = stackedParameters();
   try {

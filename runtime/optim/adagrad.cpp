@@ -32,9 +32,9 @@ void FusedAdagrad::updateParameters(const std::vector<size_t>& indices) {
         })};
       },
       [&](size_t i) {
-        const auto t = static_cast<double>(stepsOf(i));
         std::vector<rules::Adagrad::Scalars> scalars;
         for (int64_t b = 0; b < array_size(); ++b) {
+          const auto t = static_cast<double>(stepsOf(i, b));
           scalars.push_back({lr[b] / (1 + (t - 1) * lr_decay[b]), weight_decay[b], eps[b]});
         }
         return scalars;

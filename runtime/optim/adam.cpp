@@ -45,9 +45,9 @@ void FusedAdam::updateParameters(const std::vector<size_t>& indices) {
                 amsgrad ? &state(i, "max_exp_avg_sq", zeros) : nullptr};
       },
       [&](size_t i) {
-        const auto t = static_cast<double>(stepsOf(i));
         std::vector<rules::Adam::Scalars> scalars;
         for (int64_t b = 0; b < array_size(); ++b) {
+          const auto t = static_cast<double>(stepsOf(i, b));
           const double wd = weight_decay[b];
           scalars.push_back({lr[b] / (1 - std::pow(beta1[b], t)), std::sqrt(1 - std::pow(beta2[b], t)), beta1[b],
                              beta2[b], eps[b], decoupled_weight_decay_ ? 0.0 : wd,

@@ -8,7 +8,8 @@
   namespace hfta::optim::cpu::ISA {                                                                                    \
   template <typename Rule>                                                                                             \
   void updateWith(at::Tensor& param, const at::Tensor& grad, const std::array<at::Tensor*, rules::kMaxStates>& states, \
-                  const std::vector<typename Rule::Scalars>& scalars, const std::vector<uint8_t>& frozen);             \
+                  const std::vector<typename Rule::Scalars>& scalars, const std::vector<uint8_t>& idle);               \
+  void unscaleWith(at::Tensor& grad, const std::vector<float>& inv_scale, std::atomic<uint8_t>* found);                \
   }
 HFTA_DECLARE_CPU_DRIVER(DEFAULT)
 HFTA_DECLARE_CPU_DRIVER(AVX2)
@@ -34,13 +35,21 @@ bool useAvx2() {
 
 const char* capability() { return useAvx2() ? "AVX2" : "DEFAULT"; }
 
+void unscale(at::Tensor& grad, const std::vector<float>& inv_scale, std::atomic<uint8_t>* found) {
+  if (useAvx2()) {
+    AVX2::unscaleWith(grad, inv_scale, found);
+  } else {
+    DEFAULT::unscaleWith(grad, inv_scale, found);
+  }
+}
+
 template <typename Rule>
 void update(at::Tensor& param, const at::Tensor& grad, const std::array<at::Tensor*, rules::kMaxStates>& states,
-            const std::vector<typename Rule::Scalars>& scalars, const std::vector<uint8_t>& frozen) {
+            const std::vector<typename Rule::Scalars>& scalars, const std::vector<uint8_t>& idle) {
   if (useAvx2()) {
-    AVX2::updateWith<Rule>(param, grad, states, scalars, frozen);
+    AVX2::updateWith<Rule>(param, grad, states, scalars, idle);
   } else {
-    DEFAULT::updateWith<Rule>(param, grad, states, scalars, frozen);
+    DEFAULT::updateWith<Rule>(param, grad, states, scalars, idle);
   }
 }
 

@@ -9,6 +9,7 @@
 #include <ATen/ATen.h>
 
 #include <array>
+#include <atomic>
 #include <vector>
 
 #include "runtime/optim/update_rules.h"
@@ -16,14 +17,18 @@
 namespace hfta::optim::cpu {
 
 // Applies Rule to every element of `param` (contiguous, [B, ...]) with
-// member b's scalars[b], except the members marked in `frozen`; `states`
+// member b's scalars[b], except the members marked in `idle`; `states`
 // are the state tensors by slot (nullptr where the rule does not use the
 // slot for this parameter).
 // "AVX2" or "DEFAULT": the build update() runs.
 const char* capability();
 
+// Multiplies member b's elements of `grad` (contiguous, [B, ...]) by
+// inv_scale[b] and sets found[b] to 1 if one of them is not finite.
+void unscale(at::Tensor& grad, const std::vector<float>& inv_scale, std::atomic<uint8_t>* found);
+
 template <typename Rule>
 void update(at::Tensor& param, const at::Tensor& grad, const std::array<at::Tensor*, rules::kMaxStates>& states,
-            const std::vector<typename Rule::Scalars>& scalars, const std::vector<uint8_t>& frozen);
+            const std::vector<typename Rule::Scalars>& scalars, const std::vector<uint8_t>& idle);
 
 }  // namespace hfta::optim::cpu

@@ -21,13 +21,22 @@ struct TensorGroup {
   std::vector<std::array<at::Tensor, rules::kMaxStates>> states;
 };
 
-// scalars[t * members + b]: member b's scalars for tensor t. Members marked
-// in `frozen` are left as they are.
+// multiTensorApply: scalars[t * members + b] are member b's scalars for
+// tensor t; members marked in `idle` are left as they are.
+// multiTensorUnscale, the loss scaler's unscale in one launch: member b's
+// elements of every gradient ([B, ...], contiguous, one dtype) times
+// inv_scale[b]; found_inf[b] (float32 [B] on the device) set to 1 where
+// one of them is not finite.
 #ifdef HFTA_WITH_CUDA
 template <typename Rule>
 void multiTensorApply(TensorGroup& group, const std::vector<typename Rule::Scalars>& scalars, int64_t members,
-                      const std::vector<uint8_t>& frozen);
+                      const std::vector<uint8_t>& idle);
+void multiTensorUnscale(const std::vector<at::Tensor>& grads, const std::vector<float>& inv_scale,
+                        at::Tensor& found_inf);
 #else
+inline void multiTensorUnscale(const std::vector<at::Tensor>&, const std::vector<float>&, at::Tensor&) {
+  TORCH_CHECK(false, "hfta loss scaler: the gradients are on a CUDA device, but hfta was built without CUDA");
+}
 template <typename Rule>
 void multiTensorApply(TensorGroup&, const std::vector<typename Rule::Scalars>&, int64_t, const std::vector<uint8_t>&) {
   TORCH_CHECK(false, "hfta optimizer: the parameters are on a CUDA device, but hfta was built without CUDA");

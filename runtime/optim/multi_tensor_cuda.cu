@@ -59,11 +59,67 @@ size_t append(std::vector<char>& bytes, const T* data, size_t n) {
   return offset;
 }
 
+// Block i unscales chunk i: its member's elements times that member's
+// inverse scale, noting a non-finite one in found_inf[member] (every writer
+// writes 1).
+template <typename scalar_t>
+__global__ void unscaleKernel(scalar_t* const* grads, const Chunk* chunks, const float* inv_scale, float* found_inf) {
+  using acc = at::opmath_type<scalar_t>;
+  const Chunk c = chunks[blockIdx.x];
+  scalar_t* g = grads[c.tensor];
+  const acc inv = inv_scale[c.member];
+  for (int64_t k = c.begin + threadIdx.x; k < c.end; k += blockDim.x) {
+    const acc v = static_cast<acc>(g[k]);
+    if (!isfinite(v)) found_inf[c.member] = 1.f;
+    g[k] = static_cast<scalar_t>(inv == acc(1) ? v : v * inv);
+  }
+}
+
 }  // namespace
+
+void multiTensorUnscale(const std::vector<at::Tensor>& grads, const std::vector<float>& inv_scale,
+                        at::Tensor& found_inf) {
+  if (grads.empty()) return;
+  const auto& first = grads[0];
+  const int64_t members = static_cast<int64_t>(inv_scale.size());
+  TORCH_CHECK(
+      first.is_cuda() && found_inf.is_cuda() && found_inf.scalar_type() == at::kFloat && found_inf.numel() == members,
+      "hfta loss scaler: unscaling needs CUDA gradients and a float32 found_inf of one flag per member");
+  const c10::cuda::CUDAGuard guard(first.device());
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, first.scalar_type(), "hfta_unscale", [&] {
+    std::vector<scalar_t*> pointers;
+    std::vector<Chunk> chunks;
+    for (size_t t = 0; t < grads.size(); ++t) {
+      const auto& g = grads[t];
+      TORCH_CHECK(g.scalar_type() == first.scalar_type() && g.device() == first.device() && g.is_contiguous(),
+                  "hfta loss scaler: CUDA gradients must be contiguous, of one dtype and on one device");
+      pointers.push_back(g.data_ptr<scalar_t>());
+      const int64_t member_numel = g.numel() / members;
+      for (int64_t b = 0; b < members; ++b) {
+        for (int64_t begin = b * member_numel; begin < (b + 1) * member_numel; begin += kChunk) {
+          chunks.push_back({static_cast<int64_t>(t), b, begin, std::min(begin + kChunk, (b + 1) * member_numel)});
+        }
+      }
+    }
+    if (chunks.empty()) return;
+    std::vector<char> bytes;
+    const size_t pointers_at = append(bytes, pointers.data(), pointers.size());
+    const size_t chunks_at = append(bytes, chunks.data(), chunks.size());
+    const size_t scales_at = append(bytes, inv_scale.data(), inv_scale.size());
+    auto host = at::empty({static_cast<int64_t>(bytes.size())}, at::TensorOptions(at::kByte).pinned_memory(true));
+    std::memcpy(host.data_ptr(), bytes.data(), bytes.size());
+    auto table = host.to(first.device(), /*non_blocking=*/true);
+    const char* base = static_cast<const char*>(table.data_ptr());
+    unscaleKernel<scalar_t><<<chunks.size(), kThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
+        reinterpret_cast<scalar_t* const*>(base + pointers_at), reinterpret_cast<const Chunk*>(base + chunks_at),
+        reinterpret_cast<const float*>(base + scales_at), found_inf.data_ptr<float>());
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  });
+}
 
 template <typename Rule>
 void multiTensorApply(TensorGroup& group, const std::vector<typename Rule::Scalars>& scalars, int64_t members,
-                      const std::vector<uint8_t>& frozen) {
+                      const std::vector<uint8_t>& idle) {
   if (group.params.empty()) return;
   const auto& first = group.params[0];
   TORCH_CHECK(first.is_cuda(), "hfta optimizer: multiTensorApply needs CUDA tensors");
@@ -86,7 +142,7 @@ void multiTensorApply(TensorGroup& group, const std::vector<typename Rule::Scala
       tensors.push_back(ptrs);
       const int64_t member_numel = p.numel() / members;
       for (int64_t b = 0; b < members; ++b) {
-        if (frozen[b] != 0) continue;
+        if (idle[b] != 0) continue;
         for (int64_t begin = b * member_numel; begin < (b + 1) * member_numel; begin += kChunk) {
           chunks.push_back({static_cast<int64_t>(t), b, begin, std::min(begin + kChunk, (b + 1) * member_numel)});
         }

@@ -27,7 +27,7 @@ FusedOptimizer::FusedOptimizer(std::string name, std::vector<at::Tensor> params,
       params_(std::move(params)),
       array_size_(array_size),
       hyper_(std::move(hyper)),
-      steps_(params_.size(), 0),
+      steps_(params_.size(), std::vector<int64_t>(std::max<int64_t>(array_size, 0), 0)),
       state_(params_.size()),
       frozen_(std::max<int64_t>(array_size, 0), 0) {
   if (array_size_ < 1) throw std::invalid_argument(name_ + ": the array size must be at least 1");
@@ -93,12 +93,17 @@ at::Tensor& FusedOptimizer::state(size_t i, const std::string& key, const std::f
   return slot;
 }
 
-void FusedOptimizer::step() {
+void FusedOptimizer::step(const std::vector<uint8_t>& skip) {
+  if (!skip.empty() && static_cast<int64_t>(skip.size()) != array_size_) {
+    throw std::invalid_argument(fmt::format("{}: {} skip flags for {} members", name_, skip.size(), array_size_));
+  }
   at::NoGradGuard no_grad;
+  idle_ = frozen_;
+  for (size_t b = 0; b < skip.size(); ++b) idle_[b] |= skip[b];
   std::vector<size_t> ready;
   for (size_t i = 0; i < params_.size(); ++i) {
     if (!params_[i].grad().defined()) continue;
-    ++steps_[i];
+    for (int64_t b = 0; b < array_size_; ++b) steps_[i][b] += idle_[b] ? 0 : 1;
     ready.push_back(i);
   }
   updateParameters(ready);
@@ -123,7 +128,9 @@ c10::IValue FusedOptimizer::state_dict() const {
   root.insert("optimizer", name_);
   root.insert("array_size", array_size_);
   root.insert("hyper", hyper);
-  root.insert("steps", c10::List<int64_t>(steps_));
+  c10::impl::GenericList steps(c10::ListType::ofInts());
+  for (const auto& member_steps : steps_) steps.push_back(c10::List<int64_t>(member_steps));
+  root.insert("steps", steps);
   root.insert("state", state);
   c10::List<bool> frozen;
   for (uint8_t f : frozen_) frozen.push_back(f != 0);
@@ -146,7 +153,12 @@ void FusedOptimizer::load_state_dict(const c10::IValue& value) {
   if (root.at("array_size").toInt() != array_size_) {
     fail(fmt::format("it is for {} members, this optimizer has {}", root.at("array_size").toInt(), array_size_));
   }
-  const auto steps = root.at("steps").toIntVector();
+  // Per parameter B counts, or one count (saved before counts were per member).
+  std::vector<std::vector<int64_t>> steps;
+  for (const auto& entry : root.at("steps").toListRef()) {
+    steps.push_back(entry.isInt() ? std::vector<int64_t>(array_size_, entry.toInt()) : entry.toIntVector());
+    if (static_cast<int64_t>(steps.back().size()) != array_size_) fail("its step counts are for another array size");
+  }
   const auto state = root.at("state").toList();
   if (steps.size() != params_.size() || state.size() != params_.size()) {
     fail(fmt::format("it is for {} parameters, this optimizer has {}", steps.size(), params_.size()));

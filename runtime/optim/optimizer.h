@@ -27,8 +27,12 @@ class FusedOptimizer {
   FusedOptimizer(const FusedOptimizer&) = delete;
   FusedOptimizer& operator=(const FusedOptimizer&) = delete;
 
-  // Updates every parameter that has a gradient.
-  void step();
+  // Updates every parameter that has a gradient, for every member except
+  // the frozen ones and those marked in `skip` (B flags, or none): their
+  // parameters, state and step counts stay as they are, as if their own
+  // optimizer had not stepped (what a per-member loss scaler asks after an
+  // overflow).
+  void step(const std::vector<uint8_t>& skip = {});
   void zero_grad();
 
   const std::string& name() const { return name_; }
@@ -50,7 +54,8 @@ class FusedOptimizer {
   void set_scheduled_hyper(const std::string& key, PerMember value);
 
   // {"optimizer", "array_size", "hyper": {key: [B values]}, "steps": [per
-  // parameter], "state": [per parameter {key: tensor}], "frozen": [B]}.
+  // parameter [B]], "state": [per parameter {key: tensor}], "frozen": [B]}
+  // (a state saved with one count per parameter loads too).
   c10::IValue state_dict() const;
   // std::invalid_argument if it is another optimizer's, or its parameters'
   // count or shapes differ.
@@ -64,7 +69,8 @@ class FusedOptimizer {
   FusedOptimizer(std::string name, std::vector<at::Tensor> params, int64_t array_size, Hyper hyper);
 
   // Updates the parameters at `indices` (those with a gradient), under
-  // NoGradGuard; their step counts are already incremented.
+  // NoGradGuard, for the members not idle() in this step; their step
+  // counts are already incremented.
   virtual void updateParameters(const std::vector<size_t>& indices) = 0;
 
   // Runs Rule over the parameters at `indices`: on the CPU one pass per
@@ -75,8 +81,8 @@ class FusedOptimizer {
   void applyRule(const std::vector<size_t>& indices,
                  const std::function<std::array<at::Tensor*, rules::kMaxStates>(size_t)>& states_of,
                  const std::function<std::vector<typename Rule::Scalars>(size_t)>& scalars_of);
-  // Updates taken by parameter i so far (1 during the first).
-  int64_t stepsOf(size_t i) const { return steps_[i]; }
+  // Updates member b's parameter i has taken so far (1 during its first).
+  int64_t stepsOf(size_t i, int64_t member) const { return steps_[i][member]; }
   // The subclass's checks of a candidate set of hyper-parameters (each
   // already one or B values), run on construction and on every change;
   // throw std::invalid_argument naming the member.
@@ -97,9 +103,10 @@ class FusedOptimizer {
   std::vector<at::Tensor> params_;
   int64_t array_size_;
   Hyper hyper_;
-  std::vector<int64_t> steps_;
+  std::vector<std::vector<int64_t>> steps_;  // [parameter][member]
   std::vector<std::map<std::string, at::Tensor>> state_;
   std::vector<uint8_t> frozen_;  // per member
+  std::vector<uint8_t> idle_;    // per member, in the step in flight: frozen or skipped
 };
 
 template <typename Rule>
@@ -109,7 +116,7 @@ void FusedOptimizer::applyRule(const std::vector<size_t>& indices,
   if (indices.empty()) return;
   if (!params_[indices[0]].is_cuda()) {
     for (size_t i : indices) {
-      cpu::update<Rule>(params_[i], params_[i].grad().contiguous(), states_of(i), scalars_of(i), frozen_);
+      cpu::update<Rule>(params_[i], params_[i].grad().contiguous(), states_of(i), scalars_of(i), idle_);
     }
     return;
   }
@@ -127,7 +134,7 @@ void FusedOptimizer::applyRule(const std::vector<size_t>& indices,
     const auto member_scalars = scalars_of(i);
     scalars.insert(scalars.end(), member_scalars.begin(), member_scalars.end());
   }
-  cuda::multiTensorApply<Rule>(group, scalars, array_size_, frozen_);
+  cuda::multiTensorApply<Rule>(group, scalars, array_size_, idle_);
 }
 
 // Throws std::invalid_argument unless lo <= hyper[key] of every member (<=

@@ -32,8 +32,6 @@ void FusedSGD::check(const Hyper& h) const {
 
 void FusedSGD::updateParameters(const std::vector<size_t>& indices) {
   const bool with_momentum = anyNonZero("momentum");
-  std::vector<bool> first(params().size());
-  for (size_t i : indices) first[i] = with_momentum && !hasState(i, "momentum_buffer");
   const auto lr = values("lr"), momentum = values("momentum"), dampening = values("dampening"),
              weight_decay = values("weight_decay"), nesterov = values("nesterov");
   applyRule<rules::Sgd>(
@@ -46,7 +44,7 @@ void FusedSGD::updateParameters(const std::vector<size_t>& indices) {
         std::vector<rules::Sgd::Scalars> scalars;
         for (int64_t b = 0; b < array_size(); ++b) {
           scalars.push_back({lr[b], momentum[b], momentum[b] == 0 ? 1.0 : 1 - dampening[b], weight_decay[b],
-                             nesterov[b] != 0, first[i], with_momentum});
+                             nesterov[b] != 0, /*first=*/stepsOf(i, b) == 1, with_momentum});
         }
         return scalars;
       });

@@ -5,6 +5,8 @@ torch.optim, written to OUT_DIR/optim_reference.pt:
   adadelta_{init,grads,trained}: per parameter ("p0", "p1"); adadelta_hyper
   <scheduler>: lr [epochs + 1, B] (after construction, then after each
       step); onecycle also momentum; plateau also the metrics it was given
+  scaler_<case>_{init,coefs,params,scales,skipped}: torch.amp.GradScaler
+      per member (grad_scaler_case)
 """
 import os
 import sys
@@ -38,6 +40,74 @@ def adadelta(steps=50):
         "adadelta_trained": {f"p{i}": torch.stack(t) for i, t in enumerate(trained)},
         "adadelta_hyper": {k: torch.tensor(v, dtype=torch.float64) for k, v in hyper.items()},
     }
+
+
+# Per-member loss scaling (FusedGradScaler) against torch.amp.GradScaler
+# with each member alone: member b's "loss" is sum(p * c[step][b]) over its
+# parameters, so its gradient is c scaled by its own scale. Member 0's
+# scale grows every 3 steps until c's huge entries overflow float32
+# (natural overflows); member 1 is forced to overflow (an inf in c) at
+# FORCED_INF steps, member 2 gets a NaN at FORCED_NAN.
+SCALER = dict(init_scale=[2.0 ** 16, 2.0 ** 10, 3000.0], growth_factor=[2.0, 4.0, 2.0],
+              backoff_factor=[0.5, 0.25, 0.5], growth_interval=[3, 5, 2000])
+FORCED_INF, FORCED_NAN = (4, 5, 17, 30), (10,)
+
+
+def grad_scaler_case(optimizer, hyper, steps=50, clip=None):
+    gen = torch.Generator().manual_seed(13)
+    shapes = [(7, 5), (5,)]
+    init = [torch.randn((MEMBERS,) + s, generator=gen) for s in shapes]
+    coefs = [[torch.randn((MEMBERS,) + s, generator=gen) for s in shapes] for _ in range(steps)]
+    for step in range(steps):
+        if step % 7 == 3:
+            coefs[step][0][0, 0, 0] = 1e33  # member 0: overflows once its scale reaches 2^19
+        if step in FORCED_INF:
+            coefs[step][1][1, 2] = float("inf")
+        if step in FORCED_NAN:
+            coefs[step][0][2, 1, 1] = float("nan")
+    scales, skipped, params_per_step = [], [], [[] for _ in shapes]
+    for b in range(MEMBERS):
+        params = [p[b].clone().requires_grad_() for p in init]
+        opt = getattr(torch.optim, optimizer)(params, foreach=False, **{k: v[b] for k, v in hyper.items()})
+        scaler = torch.amp.GradScaler("cpu", **{k: v[b] for k, v in SCALER.items()})
+        member_scales, member_skipped, member_params = [], [], [[] for _ in shapes]
+        for step in range(steps):
+            opt.zero_grad()
+            loss = sum((p * c[b]).sum() for p, c in zip(params, coefs[step]))
+            scaler.scale(loss).backward()
+            if clip is not None:
+                scaler.unscale_(opt)
+                torch.nn.utils.clip_grad_norm_(params, clip[b])
+            before = scaler.get_scale()
+            scaler.step(opt)
+            scaler.update()
+            member_scales.append(scaler.get_scale())
+            member_skipped.append(scaler.get_scale() < before)  # backoff < 1: the scale falls only after a skip
+            for i, p in enumerate(params):
+                member_params[i].append(p.detach().clone())
+        scales.append(member_scales)
+        skipped.append(member_skipped)
+        for i in range(len(shapes)):
+            params_per_step[i].append(torch.stack(member_params[i]))
+    return {
+        "init": {f"p{i}": p for i, p in enumerate(init)},
+        "coefs": {f"p{i}": torch.stack([c[i] for c in coefs]) for i in range(len(shapes))},
+        "params": {f"p{i}": torch.stack(p, dim=1) for i, p in enumerate(params_per_step)},  # [steps, B, ...]
+        "scales": torch.tensor(scales, dtype=torch.float64).t().contiguous(),  # [steps, B]
+        "skipped": torch.tensor(skipped).t().contiguous(),
+    }
+
+
+def grad_scalers():
+    cases = {
+        "scaler_sgd": grad_scaler_case("SGD", dict(lr=[0.1, 0.05, 0.2], momentum=[0.9, 0.5, 0.0],
+                                                   dampening=[0.1, 0.0, 0.0])),
+        "scaler_adam": grad_scaler_case("Adam", dict(lr=[1e-2, 1e-3, 5e-3], betas=[(0.9, 0.999), (0.8, 0.99),
+                                                                                  (0.9, 0.9)])),
+        "scaler_sgd_clipped": grad_scaler_case("SGD", dict(lr=[0.1, 0.05, 0.2], momentum=[0.9, 0.5, 0.0]),
+                                               clip=[1.0, 0.5, 2.0]),
+    }
+    return {f"{name}_{key}": value for name, case in cases.items() for key, value in case.items()}
 
 
 def run_schedule(make, epochs=EPOCHS, momentum=0.0, metrics=None):
@@ -87,7 +157,7 @@ def schedulers():
 
 def main(out_dir):
     os.makedirs(out_dir, exist_ok=True)
-    torch.save({**adadelta(), **schedulers()}, os.path.join(out_dir, "optim_reference.pt"))
+    torch.save({**adadelta(), **schedulers(), **grad_scalers()}, os.path.join(out_dir, "optim_reference.pt"))
 
 
 if __name__ == "__main__":
