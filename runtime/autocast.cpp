@@ -36,7 +36,8 @@ void castInputs(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
       *it = at::autocast::cached_cast(to, it->toTensorVector(), kDevice);
     }
   }
-  const c10::impl::ExcludeDispatchKeyGuard no_autocast(at::autocast::get_autocast_dispatch_key_from_device_type(kDevice));
+  const c10::impl::ExcludeDispatchKeyGuard no_autocast(
+      at::autocast::get_autocast_dispatch_key_from_device_type(kDevice));
   op.callBoxed(stack);
 }
 
@@ -48,8 +49,9 @@ torch::CppFunction cast() {
 // The ops that stand for convolutions, linear and matmul forms, prelu and
 // attention: lower precision on both devices.
 constexpr const char* kLowerPrecisionOps[] = {
-    "linear", "matmul",         "addmm",          "baddbmm", "conv", "conv_padding",
-    "conv_transpose", "prelu", "scaled_dot_product_attention",
+    "linear",         "matmul", "addmm",
+    "baddbmm",        "conv",   "conv_padding",
+    "conv_transpose", "prelu",  "scaled_dot_product_attention",
 };
 
 }  // namespace

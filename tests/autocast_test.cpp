@@ -20,13 +20,14 @@
 // A fused op that ran in another precision than the member's moves the
 // forward by the whole distance (the bug this test found in the fused
 // convolutions: twice what is allowed) and changes the output's dtype.
+#include "runtime/autocast.h"
+
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
 
 #include "passes/hfta/hfta.h"
-#include "runtime/autocast.h"
 #include "runtime/ops.h"
 #include "tests/test_support.h"
 
@@ -69,12 +70,12 @@ double largest(const at::Tensor& t) { return t.abs().max().item<double>(); }
 double distance(const at::Tensor& a, const at::Tensor& b) { return largest(a.to(at::kDouble) - b.to(at::kDouble)); }
 
 // Member b of `fused` against `alone` (autocast) and `exact` (float32).
-void expectLikeAlone(const std::string& what, const at::Tensor& fused, const at::Tensor& alone,
-                     const at::Tensor& exact, double ulps, double of_distance) {
+void expectLikeAlone(const std::string& what, const at::Tensor& fused, const at::Tensor& alone, const at::Tensor& exact,
+                     double ulps, double of_distance) {
   EXPECT_EQ(fused.scalar_type(), alone.scalar_type()) << what;
   const double allowed = std::max(ulps * ulp(largest(exact)), of_distance * distance(alone, exact));
-  EXPECT_LE(distance(fused, alone), allowed) << what << " (bfloat16 itself moves it by " << distance(alone, exact)
-                                             << ")";
+  EXPECT_LE(distance(fused, alone), allowed)
+      << what << " (bfloat16 itself moves it by " << distance(alone, exact) << ")";
 }
 
 // A kind with the suffix "+per-member-conv" runs every convolution as B
