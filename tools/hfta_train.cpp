@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <csignal>
 #include <filesystem>
 #include <sstream>
@@ -62,11 +63,15 @@ void printBar(int64_t epoch, int64_t done, int64_t total) {
   std::fflush(stderr);
 }
 
-std::string epochLine(const std::vector<MemberEpoch>& rows) {
-  std::string line = fmt::format("epoch {:>3} ({:.1f} s):", rows[0].epoch, rows[0].seconds);
+// HFTA's examples print "Epoch N took X s!" for the training steps; the
+// held-out evaluation's time follows.
+std::string epochLine(const std::vector<MemberEpoch>& rows, bool scaled) {
+  std::string line = fmt::format("epoch {:>3} took {:.2f} s (+{:.2f} s held out):", rows[0].epoch,
+                                 rows[0].train_seconds, rows[0].seconds - rows[0].train_seconds);
   for (const auto& r : rows) {
     line += r.diverged ? fmt::format("  m{} diverged", r.member)
                        : fmt::format("  m{} {:.3f}/{:.1f}%", r.member, r.heldout_loss, 100 * r.heldout_accuracy);
+    if (scaled && r.skipped_steps > 0) line += fmt::format(" ({} skipped)", r.skipped_steps);
   }
   return line;
 }
@@ -88,7 +93,8 @@ int main(int argc, char** argv) {
 
   std::map<std::string, std::string> settings;           // optimizer setting name -> values
   std::map<std::string, std::string> schedule_settings;  // schedule setting name -> values
-  std::string out, export_best, metric = "accuracy", seeds, dtype = "float32", checkpoint;
+  std::string out, export_best, metric = "accuracy", seeds, dtype = "float32", checkpoint, device = "cpu", amp_dtype;
+  bool amp = false;
   int threads = 0;
   int64_t top = 1, checkpoint_every = 0;
   app.add_option("model", config.model, "the fused module (.pt) written by hfta-fuse")->required();
@@ -126,6 +132,15 @@ int main(int argc, char** argv) {
       "each member sees its own shuffled batches (default: all see the same)");
   app.add_option("--loss", options.loss, "cross_entropy, mse or bce_with_logits (the last two on one-hot targets)");
   app.add_option("--dtype", dtype, "float32 (the default) or float64: the module's and the data's dtype");
+  app.add_option("--device", device, "cpu (the default), cuda or cuda:N");
+  app.add_flag("--amp", amp,
+               "mixed precision: the forward under autocast, the float32 weights and optimizer state kept; bfloat16 "
+               "on the CPU, float16 with a loss scale per member on CUDA");
+  app.add_option("--amp-dtype", amp_dtype,
+                 "bfloat16 or float16 (float16 scales each member's loss by its own scale; bfloat16 needs none)");
+  app.add_flag("--eval", config.eval,
+               "after training, each member's top-1 and top-5 accuracy on the data set's test split (CIFAR-10's "
+               "test_batch.bin, MNIST's t10k files), else on the held-out samples");
   app.add_option("--out", out, "a folder for metrics.csv and metrics.json");
   app.add_option("--metric", metric, "rank members by held-out accuracy or loss");
   app.add_option("--export-best", export_best, "a folder to write the best member(s) into, as plain .pt files");
@@ -155,6 +170,14 @@ int main(int argc, char** argv) {
     try {
       const auto rank_by = hfta::train::rankByName(metric);
       options.dtype = hfta::train::dtypeByName(dtype);
+      options.device = hfta::train::deviceByName(device);
+      if (!amp_dtype.empty() && !amp) throw hfta::train::SettingError("amp_dtype", "needs --amp");
+      if (amp) {
+        options.amp = hfta::train::ampDtypeByName(!amp_dtype.empty()         ? amp_dtype
+                                                  : options.device.is_cuda() ? "float16"
+                                                                             : "bfloat16");
+      }
+      const std::string amp_name = !options.amp ? "none" : *options.amp == at::kHalf ? "float16" : "bfloat16";
       for (const auto& [key, text] : settings) config.hyper.emplace(key, parseValues(hfta::tools::flagOf(key), text));
       for (const auto& [key, text] : schedule_settings) {
         config.schedule_settings.emplace(key, parseValues(hfta::tools::flagOf(key), text));
@@ -187,6 +210,13 @@ int main(int argc, char** argv) {
                  config.model, run.trainData().name, run.trainData().size(), run.heldOutData().size(),
                  text ? fmt::format("; a vocabulary of {} words", run.trainData().classes) : "", config.optimizer,
                  fmt::join(described, " "));
+      if (options.amp) {
+        fmt::print("hfta-train: mixed precision: {} autocast on {}{}\n", amp_name, options.device.str(),
+                   *options.amp == at::kHalf ? ", a loss scale per member" : "");
+      }
+      double train_seconds = 0;
+      int64_t epochs_run = 0;
+      const auto start = std::chrono::steady_clock::now();
       while (!run.finished()) {
         const int64_t epoch_in_flight = run.progress().epochs_done + 1;
         const auto epoch_rows = run.nextEpoch([&](int64_t done, int64_t total) {
@@ -201,9 +231,22 @@ int main(int argc, char** argv) {
           return kExitInterrupted;
         }
         if (checkpoint_every > 0 && epoch_rows[0].epoch % checkpoint_every == 0) run.saveCheckpoint(checkpoint);
-        fmt::print("{}\n", epochLine(epoch_rows));
+        fmt::print("{}\n", epochLine(epoch_rows, options.amp == at::kHalf));
         std::fflush(stdout);  // progress shows as it happens, also through a pipe
-        if (!out.empty()) hfta::train::writeMetrics(out, run.rows());
+        if (!out.empty()) hfta::train::writeMetrics(out, run.rows(), amp_name);
+        train_seconds += epoch_rows[0].train_seconds;
+        ++epochs_run;
+      }
+      if (epochs_run > 0) {
+        fmt::print("hfta-train: {} epochs: {:.2f} s of training ({:.2f} s per epoch), {:.2f} s in all\n", epochs_run,
+                   train_seconds, train_seconds / epochs_run,
+                   std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      }
+      if (config.eval) {
+        const auto evaluations = run.evaluate();
+        fmt::print("\nhfta-train: evaluated on {} ({} samples):\n{}", run.evalData().name, run.evalData().size(),
+                   hfta::train::evaluationTable(evaluations));
+        if (!out.empty()) hfta::train::writeEvaluation(out, evaluations, run.evalData().name);
       }
       const auto ranked = hfta::train::rankMembers(run.rows(), run.arraySize(), rank_by);
       if (ranked.empty()) return 0;

@@ -45,23 +45,33 @@ std::string withoutTrailingSlash(std::string dir) {
   return dir;
 }
 
+// The metrics rows, kRowWidth numbers each (checkpoints written before the
+// timing and loss-scaling columns have 8).
+constexpr size_t kRowWidth = 11, kFirstRowWidth = 8;
+
 c10::IValue rowsToIValue(const std::vector<MemberEpoch>& rows) {
   c10::List<double> flat;
   for (const auto& r : rows) {
     for (double v : {static_cast<double>(r.epoch), static_cast<double>(r.member), r.train_loss, r.heldout_loss,
-                     r.heldout_accuracy, r.lr, r.seconds, r.diverged ? 1.0 : 0.0}) {
+                     r.heldout_accuracy, r.lr, r.seconds, r.diverged ? 1.0 : 0.0, r.train_seconds,
+                     static_cast<double>(r.skipped_steps), r.loss_scale}) {
       flat.push_back(v);
     }
   }
   return flat;
 }
 
-std::vector<MemberEpoch> rowsFromIValue(const c10::IValue& value) {
+std::vector<MemberEpoch> rowsFromIValue(const c10::IValue& value, size_t width) {
   const auto flat = value.toDoubleVector();
   std::vector<MemberEpoch> rows;
-  for (size_t i = 0; i + 8 <= flat.size(); i += 8) {
+  for (size_t i = 0; i + width <= flat.size(); i += width) {
     rows.push_back({static_cast<int64_t>(flat[i]), static_cast<int64_t>(flat[i + 1]), flat[i + 2], flat[i + 3],
                     flat[i + 4], flat[i + 5], flat[i + 6], flat[i + 7] != 0});
+    if (width == kRowWidth) {
+      rows.back().train_seconds = flat[i + 8];
+      rows.back().skipped_steps = static_cast<int64_t>(flat[i + 9]);
+      rows.back().loss_scale = flat[i + 10];
+    }
   }
   return rows;
 }
@@ -69,10 +79,16 @@ std::vector<MemberEpoch> rowsFromIValue(const c10::IValue& value) {
 }  // namespace
 
 void saveCheckpoint(const std::string& folder, const torch::jit::Module& module, const optim::FusedOptimizer& optimizer,
-                    const Schedule* schedule, const Progress& progress, const std::vector<MemberEpoch>& rows) {
+                    const Schedule* schedule, const CheckpointAmp& amp, const Progress& progress,
+                    const std::vector<MemberEpoch>& rows) {
   c10::impl::GenericDict state(c10::StringType::get(), c10::AnyType::get());
   state.insert("optimizer", optimizer.state_dict());
   if (schedule != nullptr) state.insert("scheduler", schedule->state_dict());
+  state.insert("amp", amp.dtype);
+  if (amp.scaler != nullptr) state.insert("scaler", amp.scaler->state_dict());
+  c10::List<int64_t> skipped(progress.skipped_steps);
+  state.insert("skipped_steps", skipped);
+  state.insert("row_width", static_cast<int64_t>(kRowWidth));
   state.insert("epochs_done", progress.epochs_done);
   state.insert("batches_done", progress.batches_done);
   state.insert("loss_sum", c10::List<double>(progress.loss_sum));
@@ -152,7 +168,8 @@ torch::jit::Module loadCheckpointModule(const std::string& dir) {
   return loadMembers({path})[0].module;
 }
 
-Resumed loadCheckpointState(const std::string& dir, optim::FusedOptimizer& optimizer, Schedule* schedule) {
+Resumed loadCheckpointState(const std::string& dir, optim::FusedOptimizer& optimizer, Schedule* schedule,
+                            const CheckpointAmp& amp) {
   const auto path = (fs::path(dir) / "state.pt").string();
   std::ifstream in(path, std::ios::binary);
   if (!in) throw UserError(fmt::format("{} is not a checkpoint folder: it has no state.pt", dir));
@@ -170,12 +187,22 @@ Resumed loadCheckpointState(const std::string& dir, optim::FusedOptimizer& optim
                                                   "same schedule to resume it",
                                                   dir));
     }
+    const std::string saved_amp = state.contains("amp") ? state.at("amp").toStringRef() : "none";
+    if (saved_amp != amp.dtype) {
+      throw SettingError("amp", fmt::format("the checkpoint {} was trained with mixed precision {}, this run asks for "
+                                            "{}: resume with the same --amp and --amp-dtype",
+                                            dir, saved_amp, amp.dtype));
+    }
+    if (amp.scaler != nullptr) amp.scaler->load_state_dict(state.at("scaler"));
     Resumed resumed;
+    if (state.contains("skipped_steps")) resumed.progress.skipped_steps = state.at("skipped_steps").toIntVector();
     resumed.progress.epochs_done = state.at("epochs_done").toInt();
     resumed.progress.batches_done = state.at("batches_done").toInt();
     resumed.progress.loss_sum = state.at("loss_sum").toDoubleVector();
     for (bool d : state.at("diverged").toBoolList()) resumed.progress.diverged.push_back(d);
-    resumed.rows = rowsFromIValue(state.at("rows"));
+    resumed.rows = rowsFromIValue(state.at("rows"), state.contains("row_width")
+                                                        ? static_cast<size_t>(state.at("row_width").toInt())
+                                                        : kFirstRowWidth);
     auto generator = at::detail::getDefaultCPUGenerator();
     generator.set_state(state.at("rng").toTensor());
     return resumed;

@@ -1,8 +1,9 @@
 #pragma once
 // A training checkpoint: a folder holding the fused module (fused.pt) and
 // everything else a run needs to go on exactly as if it had not stopped
-// (state.pt: the optimizer's and scheduler's state dicts, the trainer's
-// progress, the metrics so far, and the CPU random generator's state).
+// (state.pt: the optimizer's, scheduler's and loss scaler's state dicts,
+// the mixed precision, the trainer's progress, the metrics so far, and the
+// CPU random generator's state).
 // Written to a fresh folder (DIR.partial) that then replaces the old one
 // (moved aside to DIR.old until the new one is in place), so a checkpoint
 // is either the old one or the whole new one.
@@ -11,14 +12,24 @@
 #include <string>
 #include <vector>
 
+#include "runtime/optim/grad_scaler.h"
 #include "runtime/optim/optimizer.h"
 #include "train/schedule.h"
 #include "train/trainer.h"
 
 namespace hfta::train {
 
+// A run's mixed precision: the autocast dtype's name ("none", "bfloat16",
+// "float16"), which a resumed run must repeat, and the loss scaler whose
+// state the checkpoint keeps (nullptr without).
+struct CheckpointAmp {
+  std::string dtype = "none";
+  optim::FusedGradScaler* scaler = nullptr;
+};
+
 void saveCheckpoint(const std::string& dir, const torch::jit::Module& module, const optim::FusedOptimizer& optimizer,
-                    const Schedule* schedule, const Progress& progress, const std::vector<MemberEpoch>& rows);
+                    const Schedule* schedule, const CheckpointAmp& amp, const Progress& progress,
+                    const std::vector<MemberEpoch>& rows);
 
 struct Resumed {
   Progress progress;
@@ -32,8 +43,10 @@ std::string resolveCheckpoint(const std::string& dir, std::string* note);
 
 // The module of a checkpoint (to build the optimizer over).
 torch::jit::Module loadCheckpointModule(const std::string& dir);
-// Restores the optimizer, scheduler and random generator; returns the
-// progress and metrics. UserError if the folder is not a checkpoint.
-Resumed loadCheckpointState(const std::string& dir, optim::FusedOptimizer& optimizer, Schedule* schedule);
+// Restores the optimizer, scheduler, loss scaler and random generator;
+// returns the progress and metrics. UserError if the folder is not a
+// checkpoint, SettingError("amp") if it was trained with another precision.
+Resumed loadCheckpointState(const std::string& dir, optim::FusedOptimizer& optimizer, Schedule* schedule,
+                            const CheckpointAmp& amp);
 
 }  // namespace hfta::train

@@ -72,26 +72,30 @@ Dataset loadDigits(const std::string& path) {
   return d;
 }
 
-Dataset loadMnist(const std::string& dir) {
+namespace {
+
+// MNIST's training (60000) or test (10000, t10k-*) idx files in `dir`.
+Dataset readMnist(const std::string& dir, bool test) {
   // LibTorch's reader checks the headers but not that the data is all
   // there (a short file reads as zeros): the sizes are checked here.
-  constexpr int64_t kSamples = 60000, kPixels = 28 * 28;
-  for (const auto& [name, what, size] :
-       {std::tuple{"train-images-idx3-ubyte", "training images", 16 + kSamples * kPixels},
-        std::tuple{"train-labels-idx1-ubyte", "training labels", 8 + kSamples}}) {
+  const int64_t samples = test ? 10000 : 60000, pixels = 28 * 28;
+  const std::string prefix = test ? "t10k" : "train";
+  for (const auto& [name, what, size] : {std::tuple{prefix + "-images-idx3-ubyte", "images", 16 + samples * pixels},
+                                         std::tuple{prefix + "-labels-idx1-ubyte", "labels", 8 + samples}}) {
     const auto path = fs::path(dir) / name;
     requireFile(path, "mnist");
     std::error_code ec;
     const auto actual = fs::file_size(path, ec);
     if (ec || actual != static_cast<uintmax_t>(size)) {
-      throw UserError(fmt::format("mnist: {} has {} bytes, MNIST's {} have {} (a truncated or damaged download?)",
-                                  path.string(), actual, what, size));
+      throw UserError(fmt::format("mnist: {} has {} bytes, MNIST's {} {} have {} (a truncated or damaged download?)",
+                                  path.string(), actual, prefix, what, size));
     }
   }
   try {
-    torch::data::datasets::MNIST mnist(dir, torch::data::datasets::MNIST::Mode::kTrain);
+    using torch::data::datasets::MNIST;
+    MNIST mnist(dir, test ? MNIST::Mode::kTest : MNIST::Mode::kTrain);
     // LibTorch's reader normalizes to [0, 1].
-    Dataset d{mnist.images().to(at::kFloat), mnist.targets().to(at::kLong), 10, "mnist"};
+    Dataset d{mnist.images().to(at::kFloat), mnist.targets().to(at::kLong), 10, test ? "mnist test" : "mnist"};
     checkLabels(d, dir);
     return d;
   } catch (const c10::Error& e) {
@@ -99,11 +103,11 @@ Dataset loadMnist(const std::string& dir) {
   }
 }
 
-Dataset loadCifar10(const std::string& dir) {
+// CIFAR-10's binary batches (10000 records of a label byte and 3x32x32 pixel bytes each).
+Dataset readCifar10(const std::vector<fs::path>& batches, const std::string& name, const std::string& dir) {
   constexpr int64_t kRecord = 1 + 3 * 32 * 32, kPerBatch = 10000;
   std::vector<at::Tensor> images, labels;
-  for (int batch = 1; batch <= 5; ++batch) {
-    const auto path = fs::path(dir) / fmt::format("data_batch_{}.bin", batch);
+  for (const auto& path : batches) {
     requireFile(path, "cifar10");
     if (fs::file_size(path) != static_cast<uintmax_t>(kRecord * kPerBatch)) {
       throw UserError(fmt::format("cifar10: {} has {} bytes, a CIFAR-10 binary batch has {}", path.string(),
@@ -115,9 +119,28 @@ Dataset loadCifar10(const std::string& dir) {
     labels.push_back(raw.select(1, 0).to(at::kLong));
     images.push_back(raw.slice(1, 1).reshape({kPerBatch, 3, 32, 32}).to(at::kFloat).div_(255));
   }
-  Dataset d{at::cat(images), at::cat(labels), 10, "cifar10"};
+  Dataset d{at::cat(images), at::cat(labels), 10, name};
   checkLabels(d, dir);
   return d;
+}
+
+}  // namespace
+
+Dataset loadMnist(const std::string& dir) { return readMnist(dir, /*test=*/false); }
+
+Dataset loadCifar10(const std::string& dir) {
+  std::vector<fs::path> batches;
+  for (int batch = 1; batch <= 5; ++batch) batches.push_back(fs::path(dir) / fmt::format("data_batch_{}.bin", batch));
+  return readCifar10(batches, "cifar10", dir);
+}
+
+std::optional<Dataset> loadTestSet(const std::string& kind, const std::string& path) {
+  std::error_code ec;
+  if (kind == "cifar10" && fs::exists(fs::path(path) / "test_batch.bin", ec)) {
+    return readCifar10({fs::path(path) / "test_batch.bin"}, "cifar10 test", path);
+  }
+  if (kind == "mnist" && fs::exists(fs::path(path) / "t10k-images-idx3-ubyte", ec)) return readMnist(path, true);
+  return std::nullopt;
 }
 
 Dataset synthetic(int64_t size, const std::vector<int64_t>& shape, int64_t classes, uint64_t seed) {

@@ -7,6 +7,7 @@
 #include <ATen/ATen.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace hfta::train {
@@ -34,6 +35,9 @@ Dataset loadDigits(const std::string& path);
 Dataset loadMnist(const std::string& dir);
 // CIFAR-10's binary batches in `dir` (data_batch_1.bin ... data_batch_5.bin).
 Dataset loadCifar10(const std::string& dir);
+// The data set's own test split, when its folder has one: CIFAR-10's
+// test_batch.bin, MNIST's t10k-* files.
+std::optional<Dataset> loadTestSet(const std::string& kind, const std::string& path);
 // Random images of `shape` with labels from a fixed random linear teacher,
 // so that there is something to learn (for benchmarks and tests).
 Dataset synthetic(int64_t size, const std::vector<int64_t>& shape, int64_t classes, uint64_t seed);

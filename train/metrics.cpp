@@ -11,17 +11,19 @@
 
 namespace hfta::train {
 
-std::string metricsCsv(const std::vector<MemberEpoch>& rows) {
-  std::string out = "epoch,member,train_loss,heldout_loss,heldout_accuracy,heldout_perplexity,lr,seconds,diverged\n";
+std::string metricsCsv(const std::vector<MemberEpoch>& rows, const std::string& amp) {
+  std::string out =
+      "epoch,member,train_loss,heldout_loss,heldout_accuracy,heldout_perplexity,lr,seconds,diverged,train_seconds,"
+      "amp,skipped_steps,loss_scale\n";
   for (const auto& r : rows) {
-    out +=
-        fmt::format("{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.3f},{}\n", r.epoch, r.member, r.train_loss,
-                    r.heldout_loss, r.heldout_accuracy, std::exp(r.heldout_loss), r.lr, r.seconds, r.diverged ? 1 : 0);
+    out += fmt::format("{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.3f},{},{:.3f},{},{},{:.6g}\n", r.epoch, r.member,
+                       r.train_loss, r.heldout_loss, r.heldout_accuracy, std::exp(r.heldout_loss), r.lr, r.seconds,
+                       r.diverged ? 1 : 0, r.train_seconds, amp, r.skipped_steps, r.loss_scale);
   }
   return out;
 }
 
-std::string metricsJson(const std::vector<MemberEpoch>& rows) {
+std::string metricsJson(const std::vector<MemberEpoch>& rows, const std::string& amp) {
   auto out = nlohmann::json::array();
   for (const auto& r : rows) {
     out.push_back({{"epoch", r.epoch},
@@ -32,21 +34,53 @@ std::string metricsJson(const std::vector<MemberEpoch>& rows) {
                    {"heldout_perplexity", std::exp(r.heldout_loss)},
                    {"lr", r.lr},
                    {"seconds", r.seconds},
-                   {"diverged", r.diverged}});
+                   {"diverged", r.diverged},
+                   {"train_seconds", r.train_seconds},
+                   {"amp", amp},
+                   {"skipped_steps", r.skipped_steps},
+                   {"loss_scale", r.loss_scale}});
   }
   return out.dump(2) + "\n";
 }
 
-void writeMetrics(const std::string& dir, const std::vector<MemberEpoch>& rows) {
+namespace {
+
+// `files` (path, contents) all or none; UserError saying which stayed as they were.
+void writeAll(const std::vector<std::pair<std::string, std::string>>& files, const std::string& what) {
   try {
-    AtomicFiles files;
-    const auto csv = metricsCsv(rows), json = metricsJson(rows);
-    files.add(dir + "/metrics.csv", [&](std::ostream& out) { out << csv; });
-    files.add(dir + "/metrics.json", [&](std::ostream& out) { out << json; });
-    files.commit();
+    AtomicFiles group;
+    for (const auto& [path, contents] : files) {
+      group.add(path, [&contents = contents](std::ostream& out) { out << contents; });
+    }
+    group.commit();
   } catch (const FileWriteError& e) {
-    throw UserError(fmt::format("{}; the metrics files in {} are as they were", e.what(), dir));
+    throw UserError(fmt::format("{}; the {} files are as they were", e.what(), what));
   }
+}
+
+}  // namespace
+
+void writeMetrics(const std::string& dir, const std::vector<MemberEpoch>& rows, const std::string& amp) {
+  writeAll({{dir + "/metrics.csv", metricsCsv(rows, amp)}, {dir + "/metrics.json", metricsJson(rows, amp)}}, "metrics");
+}
+
+void writeEvaluation(const std::string& dir, const std::vector<MemberEvaluation>& evaluations,
+                     const std::string& data) {
+  std::string csv = "member,top1,top5,loss,data\n";
+  auto json = nlohmann::json::array();
+  for (const auto& e : evaluations) {
+    csv += fmt::format("{},{:.6g},{:.6g},{:.6g},{}\n", e.member, e.top1, e.top5, e.loss, data);
+    json.push_back({{"member", e.member}, {"top1", e.top1}, {"top5", e.top5}, {"loss", e.loss}, {"data", data}});
+  }
+  writeAll({{dir + "/eval.csv", csv}, {dir + "/eval.json", json.dump(2) + "\n"}}, "evaluation");
+}
+
+std::string evaluationTable(const std::vector<MemberEvaluation>& evaluations) {
+  std::string out = fmt::format("{:>6}  {:>7}  {:>7}  {:>8}\n", "member", "top-1", "top-5", "loss");
+  for (const auto& e : evaluations) {
+    out += fmt::format("{:>6}  {:>6.2f}%  {:>6.2f}%  {:>8.4f}\n", e.member, 100 * e.top1, 100 * e.top5, e.loss);
+  }
+  return out;
 }
 
 RankBy rankByName(const std::string& name) {

@@ -9,12 +9,19 @@
 
 namespace hfta::train {
 
-std::string metricsCsv(const std::vector<MemberEpoch>& rows);
-std::string metricsJson(const std::vector<MemberEpoch>& rows);
+// `amp`: the run's mixed precision ("none", "bfloat16", "float16"), a
+// column of every row.
+std::string metricsCsv(const std::vector<MemberEpoch>& rows, const std::string& amp);
+std::string metricsJson(const std::vector<MemberEpoch>& rows, const std::string& amp);
 
 // DIR/metrics.csv and DIR/metrics.json, both or neither (UserError naming
 // the file that could not be written; the old files then stay as they were).
-void writeMetrics(const std::string& dir, const std::vector<MemberEpoch>& rows);
+void writeMetrics(const std::string& dir, const std::vector<MemberEpoch>& rows, const std::string& amp);
+
+// --eval's results: DIR/eval.csv and DIR/eval.json (member, top1, top5,
+// loss, and the data evaluated on), both or neither; and as a table.
+void writeEvaluation(const std::string& dir, const std::vector<MemberEvaluation>& evaluations, const std::string& data);
+std::string evaluationTable(const std::vector<MemberEvaluation>& evaluations);
 
 enum class RankBy { HeldOutAccuracy, HeldOutLoss };
 // "accuracy" or "loss"; SettingError("metric") otherwise.

@@ -87,6 +87,36 @@ at::ScalarType dtypeByName(const std::string& name) {
   throw SettingError("dtype", fmt::format("is float32 or float64, not {}", name));
 }
 
+at::ScalarType ampDtypeByName(const std::string& name) {
+  if (name == "bfloat16") return at::kBFloat16;
+  if (name == "float16") return at::kHalf;
+  throw SettingError("amp_dtype", fmt::format("is bfloat16 or float16, not {}", name));
+}
+
+c10::Device deviceByName(const std::string& name) {
+  std::optional<c10::Device> device;
+  try {
+    device = c10::Device(name);
+  } catch (const c10::Error&) {
+    throw SettingError("device", fmt::format("is cpu, cuda or cuda:N, not {}", name));
+  }
+  if (device->is_cuda() && !at::hasCUDA()) {
+    throw SettingError("device", fmt::format("{}: no CUDA device here (or this LibTorch has no CUDA)", name));
+  }
+  if (!device->is_cpu() && !device->is_cuda())
+    throw SettingError("device", fmt::format("is cpu or cuda, not {}", name));
+  return *device;
+}
+
+namespace {
+
+std::string ampName(const TrainOptions& options) {
+  if (!options.amp) return "none";
+  return *options.amp == at::kHalf ? "float16" : "bfloat16";
+}
+
+}  // namespace
+
 Run::Run(const RunConfig& config) : config_(config) {
   torch::jit::Module module;
   std::string checkpoint;
@@ -98,6 +128,7 @@ Run::Run(const RunConfig& config) : config_(config) {
     module = arrayOf(config);
   }
   module.to(config.options.dtype);
+  module.to(config.options.device);
   const int64_t members = hfta::arraySize(module);
 
   auto all = loadDataset(config.dataset, config.data, config.sequence_length, config.options.seed);
@@ -110,8 +141,10 @@ Run::Run(const RunConfig& config) : config_(config) {
   } else {
     std::tie(train_, heldout_) = holdOut(all, config.holdout, config.options.seed);
   }
+  if (config.eval) test_ = loadTestSet(config.dataset, config.data);
   // Images take the module's dtype; token ids stay integers.
-  for (auto* data : {&train_, &heldout_}) {
+  for (auto* data : {&train_, &heldout_, test_ ? &*test_ : nullptr}) {
+    if (data == nullptr) continue;
     if (data->inputs.is_floating_point()) data->inputs = data->inputs.to(config.options.dtype);
   }
 
@@ -125,7 +158,8 @@ Run::Run(const RunConfig& config) : config_(config) {
   trainer_ = std::make_unique<Trainer>(module, *optimizer_, config.options);
   trainer_->setSchedule(schedule_.get());
   if (!checkpoint.empty()) {
-    auto resumed = loadCheckpointState(checkpoint, *optimizer_, schedule_.get());
+    auto resumed =
+        loadCheckpointState(checkpoint, *optimizer_, schedule_.get(), {ampName(config.options), trainer_->scaler()});
     rows_ = std::move(resumed.rows);
     trainer_->restore(std::move(resumed.progress));
   }
@@ -138,7 +172,8 @@ std::vector<MemberEpoch> Run::nextEpoch(const Trainer::BetweenBatches& between) 
 }
 
 void Run::saveCheckpoint(const std::string& dir) const {
-  train::saveCheckpoint(dir, trainer_->module(), *optimizer_, schedule_.get(), progress(), rows_);
+  train::saveCheckpoint(dir, trainer_->module(), *optimizer_, schedule_.get(),
+                        {ampName(config_.options), trainer_->scaler()}, progress(), rows_);
 }
 
 std::vector<std::string> Run::exportMembers(const std::vector<int64_t>& members, const std::string& dir) const {

@@ -11,6 +11,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,10 @@ struct RunConfig {
   int64_t limit = 0;             // the data set's first samples only (0: all)
   int64_t sequence_length = 35;  // tokens per sequence, for text data
   double holdout = 0.2;
+  // HFTA's --eval: after training, each member's top-1 and top-5 accuracy on
+  // the data set's test split (CIFAR-10's test_batch.bin, MNIST's t10k
+  // files), or on the held-out samples where the folder has none.
+  bool eval = false;
   std::string optimizer = "sgd";
   optim::Hyper hyper;  // the optimizer's settings by name, one value or one per member
   std::string scheduler = "none";
@@ -43,6 +48,10 @@ struct RunConfig {
 
 // "float32" or "float64" (the names torch gives them); SettingError("dtype").
 at::ScalarType dtypeByName(const std::string& name);
+// --amp-dtype: "bfloat16" or "float16"; SettingError("amp_dtype").
+at::ScalarType ampDtypeByName(const std::string& name);
+// "cpu", "cuda" or "cuda:N"; SettingError("device") if it is not there.
+c10::Device deviceByName(const std::string& name);
 
 class Run {
  public:
@@ -52,6 +61,8 @@ class Run {
   int64_t arraySize() const { return trainer_->arraySize(); }
   const Dataset& trainData() const { return train_; }
   const Dataset& heldOutData() const { return heldout_; }
+  // What --eval evaluates on (the test split, or the held-out samples).
+  const Dataset& evalData() const { return test_ ? *test_ : heldout_; }
   // How a resumed run found its checkpoint, when that needs saying.
   const std::string& resumeNote() const { return resume_note_; }
   const Progress& progress() const { return trainer_->progress(); }
@@ -62,6 +73,8 @@ class Run {
   // if `between` stopped it (progress() says where).
   std::vector<MemberEpoch> nextEpoch(const Trainer::BetweenBatches& between = {});
   void saveCheckpoint(const std::string& dir) const;
+  // --eval: each member on evalData(), in eval mode.
+  std::vector<MemberEvaluation> evaluate() { return trainer_->evaluateTopK(evalData()); }
   // The given members as plain modules, DIR/member_<b>.pt, all or none;
   // returns the paths in the order given.
   std::vector<std::string> exportMembers(const std::vector<int64_t>& members, const std::string& dir) const;
@@ -70,6 +83,7 @@ class Run {
   RunConfig config_;
   std::string resume_note_;
   Dataset train_, heldout_;
+  std::optional<Dataset> test_;
   std::unique_ptr<optim::FusedOptimizer> optimizer_;
   std::unique_ptr<Schedule> schedule_;
   std::unique_ptr<Trainer> trainer_;

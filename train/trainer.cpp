@@ -8,6 +8,7 @@
 
 #include "passes/hfta/hfta.h"
 #include "passes/ir/diagnostics.h"
+#include "runtime/autocast.h"
 #include "runtime/ops.h"
 #include "train/setting_error.h"
 #include "train/text_data.h"
@@ -22,6 +23,7 @@ Trainer::Trainer(torch::jit::Module fused, optim::FusedOptimizer& optimizer, Tra
       shared_input_(hfta::sharedInput(module_)) {
   progress_.loss_sum.assign(array_size_, 0.0);
   progress_.diverged.assign(array_size_, false);
+  progress_.skipped_steps.assign(array_size_, 0);
   if (optimizer_.array_size() != array_size_) {
     throw UserError(
         fmt::format("the optimizer has {} members, the fused module {}", optimizer_.array_size(), array_size_));
@@ -37,6 +39,16 @@ Trainer::Trainer(torch::jit::Module fused, optim::FusedOptimizer& optimizer, Tra
   }
   if (options_.batch_size < 1) throw SettingError("batch_size", "must be >= 1");
   if (options_.epochs < 0) throw SettingError("epochs", "must be >= 0");
+  if (options_.amp) {
+    if (*options_.amp != at::kBFloat16 && *options_.amp != at::kHalf) {
+      throw SettingError("amp_dtype", "is bfloat16 or float16");
+    }
+    if (options_.dtype != at::kFloat) {
+      throw SettingError("amp", "mixed precision trains a float32 model (its master weights); drop --dtype float64");
+    }
+    // float16's narrow range needs loss scaling; bfloat16 has float32's.
+    if (*options_.amp == at::kHalf) scaler_ = std::make_unique<optim::FusedGradScaler>(array_size_);
+  }
 }
 
 at::Tensor Trainer::sameForAll(const at::Tensor& images) const {
@@ -62,7 +74,9 @@ std::pair<at::Tensor, at::Tensor> Trainer::memberLossSums(const at::Tensor& outp
   if (per_position && options_.loss != "cross_entropy") {
     throw SettingError("loss", fmt::format("text data trains with cross_entropy, not {}", options_.loss));
   }
-  const auto flat_out = outputs.reshape({-1, classes});
+  // The loss in float32 from autocast's lower-precision outputs.
+  const auto flat_out =
+      (at::isReducedFloatingType(outputs.scalar_type()) ? outputs.to(at::kFloat) : outputs).reshape({-1, classes});
   const auto flat_targets = targets.reshape({-1});
   at::Tensor per_sample;
   if (options_.loss == "cross_entropy") {
@@ -85,6 +99,8 @@ at::Tensor Trainer::memberLosses(const at::Tensor& outputs, const at::Tensor& ta
 at::Tensor Trainer::forward(const at::Tensor& input, const Dataset& data) {
   c10::IValue output;
   try {
+    const AutocastGuard autocast(options_.device.type(), options_.amp.value_or(at::kBFloat16),
+                                 options_.amp.has_value());
     output = module_.forward({input});
   } catch (const std::exception& fused_error) {  // c10::Error, or torch::jit::JITException from TorchScript code
     // Member 0 alone on its batch says what is wrong in the user's terms; if
@@ -116,8 +132,10 @@ at::Tensor Trainer::forward(const at::Tensor& input, const Dataset& data) {
 }
 
 void Trainer::restore(Progress progress) {
+  if (progress.skipped_steps.empty()) progress.skipped_steps.assign(array_size_, 0);
   if (static_cast<int64_t>(progress.loss_sum.size()) != array_size_ ||
-      static_cast<int64_t>(progress.diverged.size()) != array_size_) {
+      static_cast<int64_t>(progress.diverged.size()) != array_size_ ||
+      static_cast<int64_t>(progress.skipped_steps.size()) != array_size_) {
     throw UserError(fmt::format("the checkpoint is for another number of members than {}", array_size_));
   }
   progress_ = std::move(progress);
@@ -155,64 +173,108 @@ std::vector<MemberEpoch> Trainer::runEpoch(const Dataset& train, const Dataset& 
       images = at::stack(xs);
       labels = at::stack(ys);
     }
+    images = images.to(options_.device);
+    labels = labels.to(options_.device);
     optimizer_.zero_grad();
     // Own streams are stacked [B, N, ...] already.
     const auto outputs = forward(options_.same_batches ? sameForAll(images) : images, train);
     const auto losses = memberLosses(outputs, labels, train.classes);
-    losses.sum().backward();
-    const auto detached = losses.detach().to(at::kDouble);
+    (scaler_ ? scaler_->scale(losses) : losses).sum().backward();
+    const auto detached = losses.detach().to(at::kDouble).cpu();
     for (int64_t b = 0; b < array_size_; ++b) {
       const double loss = detached[b].item<double>();
-      if (!progress_.diverged[b] && !std::isfinite(loss)) {
+      // With loss scaling a non-finite loss is the scaler's to handle: it
+      // skips that member's step, as torch.amp.GradScaler would alone.
+      if (!scaler_ && !progress_.diverged[b] && !std::isfinite(loss)) {
         progress_.diverged[b] = true;
         optimizer_.freeze(b);
       }
       progress_.loss_sum[b] += loss;
     }
     lr = optimizer_.lr().expanded(array_size_);
-    optimizer_.step();
+    if (scaler_) {
+      const auto skipped = scaler_->step(optimizer_);
+      scaler_->update();
+      for (int64_t b = 0; b < array_size_; ++b) progress_.skipped_steps[b] += skipped[b];
+    } else {
+      optimizer_.step();
+    }
     if (schedule_ != nullptr) schedule_->afterBatch();
     progress_.batches_done = batch + 1;
+  }
+  const double train_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  // With loss scaling, a member whose loss was never finite in a whole
+  // epoch (every step skipped: its forward itself overflows, or its
+  // weights are gone) has diverged; freezing it changes nothing but saves
+  // the work, as without scaling.
+  for (int64_t b = 0; b < array_size_ && scaler_; ++b) {
+    if (!progress_.diverged[b] && progress_.skipped_steps[b] == batches && !std::isfinite(progress_.loss_sum[b])) {
+      progress_.diverged[b] = true;
+      optimizer_.freeze(b);
+    }
   }
   const auto [heldout_loss, heldout_accuracy] = evaluate(heldout);
   if (schedule_ != nullptr) schedule_->afterEpoch(heldout_loss);
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  const auto scales = scaler_ ? scaler_->scales() : std::vector<double>(array_size_, 0.0);
   std::vector<MemberEpoch> rows;
   for (int64_t b = 0; b < array_size_; ++b) {
     rows.push_back({epoch, b, progress_.loss_sum[b] / std::max<int64_t>(batches, 1), heldout_loss[b],
-                    heldout_accuracy[b], lr[b], seconds, progress_.diverged[b]});
+                    heldout_accuracy[b], lr[b], seconds, progress_.diverged[b], train_seconds,
+                    progress_.skipped_steps[b], scales[b]});
   }
   progress_.epochs_done = epoch;
   progress_.batches_done = 0;
   progress_.loss_sum.assign(array_size_, 0.0);
+  progress_.skipped_steps.assign(array_size_, 0);
   return rows;
 }
 
-std::pair<std::vector<double>, std::vector<double>> Trainer::evaluate(const Dataset& heldout) {
+Trainer::Tally Trainer::tally(const Dataset& data) {
   torch::NoGradGuard no_grad;
   module_.eval();
-  auto loss_sum = at::zeros({array_size_}, at::kDouble);
-  auto correct = at::zeros({array_size_}, at::kDouble);
-  auto counted = at::zeros({array_size_}, at::kDouble);  // samples, or positions with a target
-  const int64_t n = heldout.size();
+  const auto zeros = [&] { return at::zeros({array_size_}, at::kDouble); };
+  Tally t{zeros(), zeros(), zeros(), zeros()};
+  const int64_t n = data.size();
   for (int64_t begin = 0; begin < n; begin += options_.batch_size) {
     const int64_t end = std::min(n, begin + options_.batch_size);
-    const auto images = heldout.inputs.slice(0, begin, end);
-    const auto labels = ops::broadcast_to_members(heldout.targets.slice(0, begin, end), array_size_);
-    const auto outputs = forward(sameForAll(images), heldout);
-    const auto [sums, counts] = memberLossSums(outputs, labels, heldout.classes);
-    loss_sum += sums.to(at::kDouble);
-    counted += counts.to(at::kDouble);
-    correct += outputs.argmax(-1).eq(labels).reshape({array_size_, -1}).sum(1).to(at::kDouble);
+    const auto images = data.inputs.slice(0, begin, end).to(options_.device);
+    const auto labels = ops::broadcast_to_members(data.targets.slice(0, begin, end), array_size_).to(options_.device);
+    const auto outputs = forward(sameForAll(images), data);
+    const auto [sums, counts] = memberLossSums(outputs, labels, data.classes);
+    t.loss_sum += sums.to(at::kDouble).cpu();
+    t.counted += counts.to(at::kDouble).cpu();
+    auto per_member = [&](const at::Tensor& hits) {
+      return hits.reshape({array_size_, -1}).sum(1).to(at::kDouble).cpu();
+    };
+    t.top1 += per_member(outputs.argmax(-1).eq(labels));
+    const auto top = std::get<1>(outputs.topk(std::min<int64_t>(5, data.classes), -1));
+    t.top5 += per_member(top.eq(labels.unsqueeze(-1)).any(-1));
   }
   module_.train();
+  t.counted.clamp_min_(1);
+  return t;
+}
+
+std::pair<std::vector<double>, std::vector<double>> Trainer::evaluate(const Dataset& heldout) {
+  const auto t = tally(heldout);
   std::vector<double> loss(array_size_), accuracy(array_size_);
   for (int64_t b = 0; b < array_size_; ++b) {
-    const double count = std::max(counted[b].item<double>(), 1.0);
-    loss[b] = loss_sum[b].item<double>() / count;
-    accuracy[b] = correct[b].item<double>() / count;
+    loss[b] = t.loss_sum[b].item<double>() / t.counted[b].item<double>();
+    accuracy[b] = t.top1[b].item<double>() / t.counted[b].item<double>();
   }
   return {loss, accuracy};
+}
+
+std::vector<MemberEvaluation> Trainer::evaluateTopK(const Dataset& data) {
+  const auto t = tally(data);
+  std::vector<MemberEvaluation> evaluations;
+  for (int64_t b = 0; b < array_size_; ++b) {
+    const double count = t.counted[b].item<double>();
+    evaluations.push_back(
+        {b, t.top1[b].item<double>() / count, t.top5[b].item<double>() / count, t.loss_sum[b].item<double>() / count});
+  }
+  return evaluations;
 }
 
 }  // namespace hfta::train

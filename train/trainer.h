@@ -9,9 +9,11 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "runtime/optim/grad_scaler.h"
 #include "runtime/optim/optimizer.h"
 #include "train/dataset.h"
 #include "train/schedule.h"
@@ -29,6 +31,13 @@ struct TrainOptions {
   std::string loss = "cross_entropy";
   // The dtype of the module's floating-point tensors and of the images.
   at::ScalarType dtype = at::kFloat;
+  // Where the module and each batch run.
+  c10::Device device = at::kCPU;
+  // Mixed precision: the forward under autocast in this dtype (bfloat16 or
+  // float16; none if unset), the parameters and optimizer state staying in
+  // `dtype`. float16 scales each member's loss with its own scale
+  // (optim::FusedGradScaler): an overflow skips that member's step only.
+  std::optional<at::ScalarType> amp;
 };
 
 // Where a run is: epochs done, and inside the next epoch the batches done
@@ -39,14 +48,29 @@ struct Progress {
   int64_t batches_done = 0;
   std::vector<double> loss_sum;
   std::vector<bool> diverged;
+  // Steps the loss scaler skipped in this epoch, per member.
+  std::vector<int64_t> skipped_steps;
 };
 
 struct MemberEpoch {
   int64_t epoch = 0;  // 1-based
   int64_t member = 0;
   // lr: the rate of the epoch's last batch (OneCycleLR moves it every batch).
+  // seconds: the whole epoch; train_seconds: its training steps only (what
+  // HFTA's examples time), without the held-out evaluation.
   double train_loss = 0, heldout_loss = 0, heldout_accuracy = 0, lr = 0, seconds = 0;
   bool diverged = false;
+  double train_seconds = 0;
+  // With loss scaling: the steps the member skipped (a gradient overflowed)
+  // and its scale at the epoch's end; 0 without.
+  int64_t skipped_steps = 0;
+  double loss_scale = 0;
+};
+
+// Per member, on a whole data set: top-1 and top-5 accuracy and the mean loss.
+struct MemberEvaluation {
+  int64_t member = 0;
+  double top1 = 0, top5 = 0, loss = 0;
 };
 
 class Trainer {
@@ -68,6 +92,10 @@ class Trainer {
   void restore(Progress progress);
   // Held-out loss and accuracy per member, in eval mode.
   std::pair<std::vector<double>, std::vector<double>> evaluate(const Dataset& heldout);
+  // Loss, top-1 and top-5 accuracy per member (HFTA's --eval), in eval mode.
+  std::vector<MemberEvaluation> evaluateTopK(const Dataset& data);
+  // The per-member loss scaler (float16 autocast), or nullptr.
+  optim::FusedGradScaler* scaler() { return scaler_.get(); }
 
   int64_t arraySize() const { return array_size_; }
   torch::jit::Module& module() { return module_; }
@@ -84,9 +112,15 @@ class Trainer {
                                                    int64_t classes) const;
   // Each member's mean loss [B].
   at::Tensor memberLosses(const at::Tensor& outputs, const at::Tensor& targets, int64_t classes) const;
-  // The module's outputs for `input`; UserError if the model cannot run on
-  // the data (an input shape it was not built for).
+  // The module's outputs for `input` (under autocast if asked); UserError if
+  // the model cannot run on the data (an input shape it was not built for).
   at::Tensor forward(const at::Tensor& input, const Dataset& data);
+  // Per member over `data` in eval mode: the loss sum, correct top-1 and
+  // top-5 predictions, and the count (samples or positions with a target).
+  struct Tally {
+    at::Tensor loss_sum, top1, top5, counted;
+  };
+  Tally tally(const Dataset& data);
 
   torch::jit::Module module_;
   optim::FusedOptimizer& optimizer_;
@@ -95,6 +129,7 @@ class Trainer {
   int64_t array_size_;
   bool shared_input_;
   Progress progress_;
+  std::unique_ptr<optim::FusedGradScaler> scaler_;
 };
 
 }  // namespace hfta::train

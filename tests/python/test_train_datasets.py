@@ -16,6 +16,7 @@ import tempfile
 import torch
 
 import train_cli  # the script's own folder
+from data_files import patterned, write_cifar10
 from torch import nn
 import torch.nn.functional as F
 
@@ -34,17 +35,6 @@ class Probe(nn.Module):
         return self.fc(torch.flatten(F.adaptive_avg_pool2d(F.relu(self.conv(x)), (10, 1)), 1))
 
 
-def patterned(count, channels, size, generator):
-    """uint8 images [count, C, H, W] whose class k has a bright patch at row
-    band k, and their labels."""
-    labels = torch.randint(0, 10, (count,), generator=generator)
-    images = torch.randint(0, 80, (count, channels, size, size), generator=generator, dtype=torch.uint8)
-    band = size // 10
-    for k in range(10):
-        images[labels == k, :, k * band:(k + 1) * band, :] = 250
-    return images, labels
-
-
 def write_mnist(folder, generator):
     images, labels = patterned(60000, 1, 28, generator)  # LibTorch's reader wants all 60000
     with open(os.path.join(folder, "train-images-idx3-ubyte"), "wb") as f:
@@ -54,21 +44,9 @@ def write_mnist(folder, generator):
     return images, labels
 
 
-def write_cifar10(folder, generator):
-    all_images, all_labels = [], []
-    for batch in range(1, 6):
-        images, labels = patterned(10000, 3, 32, generator)
-        records = torch.cat([labels.to(torch.uint8)[:, None], images.flatten(1)], 1)  # label, R, G, B planes
-        with open(os.path.join(folder, f"data_batch_{batch}.bin"), "wb") as f:
-            f.write(records.numpy().tobytes())
-        all_images.append(images)
-        all_labels.append(labels)
-    return torch.cat(all_images), torch.cat(all_labels)
-
-
 def metrics(path):
     with open(path) as f:
-        return [{k: v for k, v in row.items() if k != "seconds"} for row in csv.DictReader(f)]
+        return [{k: v for k, v in row.items() if not k.endswith("seconds")} for row in csv.DictReader(f)]
 
 
 def main():

@@ -29,11 +29,11 @@ DELAYS = (0.15, 0.05, 0.3)
 
 
 def metrics(path):
-    """The metrics without the wall time (the "seconds" column)."""
+    """The metrics without the wall times (the "seconds" and "train_seconds" columns)."""
     with open(path) as f:
         rows = [line.strip().split(",") for line in f]
-    seconds = rows[0].index("seconds")
-    return [",".join(row[:seconds] + row[seconds + 1:]) for row in rows]
+    kept = [i for i, name in enumerate(rows[0]) if not name.endswith("seconds")]
+    return [",".join(row[i] for i in kept) for row in rows]
 
 
 def interrupt(command, delay, checkpoint):
