@@ -8,7 +8,10 @@ as one JSON object, like bench/train_modes. The ways:
          the others for models with batch norm.
   eager  the B members as plain PyTorch modules, stepped one after another.
 A step is the same as train_modes': forward, each member's MSE against a
-fixed random target (summed), backward, SGD with momentum 0.9.
+fixed random target (summed), backward, SGD with momentum 0.9. With --amp
+the forward runs under torch.autocast (bfloat16, or float16 with
+torch.amp.GradScaler: one per member in eager, one for the stacked
+parameters in vmap, whose members share one loss).
 
 python bench/python_modes.py --kind resnet18 --members 4 --modes vmap,eager --batch 8
 """
@@ -54,7 +57,16 @@ def main_output(out):
     return out[0] if isinstance(out, tuple) else out
 
 
-def vmap_way(models, x, device):
+def amp_context(device, dtype):
+    """The forward's autocast (dtype None: none)."""
+    return torch.autocast(device.type, dtype=dtype or torch.float32, enabled=dtype is not None)
+
+
+def scaler_for(device, dtype):
+    return torch.amp.GradScaler(device.type, enabled=dtype == torch.float16)
+
+
+def vmap_way(models, x, device, amp):
     models = [without_running_stats(m).to(device) for m in models]
     params, buffers = torch.func.stack_module_state(models)
     base = copy.deepcopy(models[0]).to("meta")
@@ -64,32 +76,38 @@ def vmap_way(models, x, device):
 
     run = torch.vmap(call, randomness="different")
     opt = torch.optim.SGD(list(params.values()), lr=LR, momentum=MOMENTUM)
+    scaler = scaler_for(device, amp)
     target = None
 
     def step():
         nonlocal target
         opt.zero_grad()
-        out = main_output(run(params, buffers, x)).float()
+        with amp_context(device, amp):
+            out = main_output(run(params, buffers, x)).float()
         if target is None:
             target = torch.randn_like(out)
-        (out - target).pow(2).flatten(1).mean(1).sum().backward()
-        opt.step()
+        scaler.scale((out - target).pow(2).flatten(1).mean(1).sum()).backward()
+        scaler.step(opt)
+        scaler.update()
     return step
 
 
-def eager_way(models, x, device):
+def eager_way(models, x, device, amp):
     models = [m.to(device) for m in models]
     opts = [torch.optim.SGD(m.parameters(), lr=LR, momentum=MOMENTUM) for m in models]
+    scalers = [scaler_for(device, amp) for _ in models]
     targets = [None] * len(models)
 
     def step():
-        for b, (m, opt) in enumerate(zip(models, opts)):
+        for b, (m, opt, scaler) in enumerate(zip(models, opts, scalers)):
             opt.zero_grad()
-            out = main_output(m(x[b])).float()
+            with amp_context(device, amp):
+                out = main_output(m(x[b])).float()
             if targets[b] is None:
                 targets[b] = torch.randn_like(out)
-            (out - targets[b]).pow(2).mean().backward()
-            opt.step()
+            scaler.scale((out - targets[b]).pow(2).mean()).backward()
+            scaler.step(opt)
+            scaler.update()
     return step
 
 
@@ -107,7 +125,7 @@ def main():
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--threads", type=int, default=0)
     parser.add_argument("--device", default="cpu")
-    parser.add_argument("--amp", action="store_true", help="CUDA: bfloat16 autocast")
+    parser.add_argument("--amp", choices=["bfloat16", "float16"], help="autocast dtype (float16: loss scaling)")
     args = parser.parse_args()
     if args.threads > 0:
         torch.set_num_threads(args.threads)
@@ -118,13 +136,13 @@ def main():
     else:
         x = torch.randn([args.members, args.batch, *shape], device=device)
     makers = {"vmap": vmap_way, "eager": eager_way}
-    ways = {mode: makers[mode](members_of(args.kind, args.members, args.width), x, device)
+    amp = getattr(torch, args.amp) if args.amp else None
+    ways = {mode: makers[mode](members_of(args.kind, args.members, args.width), x, device, amp)
             for mode in args.modes.split(",")}
 
     def run(step, count):
-        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=args.amp and device.type == "cuda"):
-            for _ in range(count):
-                step()
+        for _ in range(count):
+            step()
         if device.type == "cuda":
             torch.cuda.synchronize()
 

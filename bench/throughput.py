@@ -16,7 +16,8 @@ relative to serial, against B, one panel per model).
 
 .venv/bin/python bench/throughput.py --quick                 # a sanity run, < 5 minutes on 2 cores
 .venv/bin/python bench/throughput.py --out bench/results/cpu # every model and B
-.venv/bin/python bench/throughput.py --device cuda --amp     # on a GPU machine
+.venv/bin/python bench/throughput.py --device cuda --amp     # on a GPU machine (bfloat16 autocast)
+.venv/bin/python bench/throughput.py --amp --models lenet,resnet18,mobilenet_v2   # CPU, bfloat16
 """
 import argparse
 import csv
@@ -81,7 +82,7 @@ def measure(args, model, array_size, workdir):
                        stdout=subprocess.DEVNULL)
         fused = ["--fused", fused_path]
     common = ["--batch", str(batch), "--input-shape", shape, "--rounds", "1", "--steps", str(steps),
-              "--warmup", str(args.warmup), "--device", args.device] + (["--amp"] if args.amp else [])
+              "--warmup", str(args.warmup), "--device", args.device] + (["--amp", args.amp] if args.amp else [])
     if model in TOKENS:
         common += ["--tokens", str(TOKENS[model])]
     train_modes = os.path.join(args.build, "bench", "train_modes")
@@ -179,7 +180,9 @@ def main():
     parser.add_argument("--batch", type=int, help="every model's batch per member (default: each model's own)")
     parser.add_argument("--threads", type=int, default=os.cpu_count())
     parser.add_argument("--device", default="cpu")
-    parser.add_argument("--amp", action="store_true", help="CUDA: bfloat16 autocast in every way")
+    parser.add_argument("--amp", nargs="?", const="bfloat16", choices=["bfloat16", "float16"],
+                        help="autocast in every way: bfloat16 (the default), or float16 with loss scaling (a scale "
+                             "per member in hfta and eager, one for the array in vmap)")
     parser.add_argument("--quick", action="store_true", help="the small models at B = 1 and 8, 2 rounds")
     parser.add_argument("--build", default=os.path.join(ROOT, "build"))
     parser.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "latest"))
@@ -192,7 +195,7 @@ def main():
         parser.error(f"unknown model {unknown[0]}: use {', '.join(MODELS)}")
     args.modes = args.modes.split(",")
     import torch
-    environment = (f"Device {args.device}{' (bf16 autocast)' if args.amp else ''}, {args.threads} threads, "
+    environment = (f"Device {args.device}{f' ({args.amp} autocast)' if args.amp else ''}, {args.threads} threads, "
                    f"torch {torch.__version__}, {time.strftime('%Y-%m-%d')}.")
     rows = []
     started = time.time()

@@ -10,11 +10,13 @@
 // Several ways in one run are timed in alternating rounds, so machine noise
 // hits them alike. A step: forward, each member's MSE against a fixed random
 // target (the members' losses summed), backward, SGD with momentum 0.9.
+// With --amp the forward runs under autocast (bfloat16, or float16 with loss
+// scaling: hfta::optim::FusedGradScaler's scale per member for the fused
+// array, torch.amp.GradScaler's rule per model for the others).
 //
 //   train_modes MEMBER.pt... --modes serial,hfta,dense [--fused F.pt] [--batch N]
 //       [--input-shape 3,32,32] [--rounds R] [--steps S] [--warmup W] [--threads T]
-//       [--device cpu|cuda] [--amp] [--tokens V]
-#include <ATen/autocast_mode.h>
+//       [--device cpu|cuda] [--amp bfloat16|float16] [--tokens V]
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -30,6 +32,8 @@
 
 #include "passes/hfta/hfta.h"
 #include "runtime/allocator.h"
+#include "runtime/autocast.h"
+#include "runtime/optim/grad_scaler.h"
 #include "runtime/optim/optimizers.h"
 
 namespace {
@@ -65,6 +69,36 @@ at::Tensor mse(const at::Tensor& out, at::Tensor& target) {
   return (out.to(at::kFloat) - target).pow(2).mean();
 }
 
+// torch.amp.GradScaler's step for one model and a LibTorch optimizer, with
+// ATen's own kernels: what a single model's float16 training does.
+class TorchAmpScaler {
+ public:
+  explicit TorchAmpScaler(bool enabled) : enabled_(enabled) {}
+  at::Tensor scale(const at::Tensor& loss) {
+    if (!enabled_) return loss;
+    if (!scale_.defined()) {
+      scale_ = at::full({1}, 65536.0, loss.options().dtype(at::kFloat));
+      tracker_ = at::zeros({1}, loss.options().dtype(at::kInt));
+    }
+    return loss * scale_;
+  }
+  void step(torch::optim::Optimizer& optimizer, const std::vector<at::Tensor>& params) {
+    if (!enabled_) return (void)optimizer.step();
+    auto found_inf = at::zeros({1}, scale_.options());
+    std::vector<at::Tensor> grads;
+    for (const auto& p : params) {
+      if (p.grad().defined()) grads.push_back(p.grad());
+    }
+    at::_amp_foreach_non_finite_check_and_unscale_(grads, found_inf, scale_.reciprocal());
+    if (found_inf.item<float>() == 0) optimizer.step();
+    at::_amp_update_scale_(scale_, tracker_, found_inf, 2.0, 0.5, 2000);
+  }
+
+ private:
+  bool enabled_;
+  at::Tensor scale_, tracker_;
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -76,7 +110,8 @@ int main(int argc, char** argv) {
   std::string fused_path, device_name = "cpu";
   int64_t batch = 32;
   int rounds = 3, steps = 5, warmup = 3, threads = 0;
-  bool amp = false, simple_executor = false;
+  std::string amp;
+  bool simple_executor = false;
   app.add_option("members", paths, "the B member files")->required();
   app.add_option("--modes", modes, "serial, hfta, dense, single (comma-separated)")->delimiter(',')->required();
   app.add_option("--fused", fused_path, "hfta: the fused module from hfta-fuse (default: fuse the members here)");
@@ -88,7 +123,8 @@ int main(int argc, char** argv) {
   app.add_option("--warmup", warmup, "untimed steps of each way first (the profiling executor's runs)");
   app.add_option("--threads", threads, "intra-op threads (default: all cores)");
   app.add_option("--device", device_name, "cpu or cuda");
-  app.add_flag("--amp", amp, "CUDA: bfloat16 autocast");
+  app.add_option("--amp", amp, "autocast's dtype: bfloat16, or float16 (with loss scaling)")
+      ->check(CLI::IsMember({"bfloat16", "float16"}));
   app.add_flag("--simple-executor", simple_executor,
                "run TorchScript without the profiling executor's optimizations (eager autograd per op)");
   CLI11_PARSE(app, argc, argv);
@@ -112,10 +148,20 @@ int main(int argc, char** argv) {
     if (std::count(modes.begin(), modes.end(), "dense") && std::count(modes.begin(), modes.end(), "single")) {
       throw hfta::UserError("dense and single run in separate processes (they share one module)");
     }
+    const bool half = amp == "float16";
+    const auto amp_dtype = half ? at::kHalf : at::kBFloat16;
+    // The forward under autocast (when asked); loss and backward outside it.
+    auto forward = [&](torch::jit::Module& module, const at::Tensor& input) {
+      const hfta::AutocastGuard autocast(device.type(), amp_dtype, !amp.empty());
+      return mainOutput(module.forward({input}));
+    };
     std::map<std::string, Way> ways;
     // Kept alive for the steps: modules, optimizers, data, targets.
     std::vector<torch::jit::Module> serial_modules;
     std::vector<std::unique_ptr<torch::optim::SGD>> serial_sgd;
+    std::vector<TorchAmpScaler> serial_scalers(array_size, TorchAmpScaler(half));
+    TorchAmpScaler dense_scaler(half);
+    std::unique_ptr<hfta::optim::FusedGradScaler> fused_scaler;
     std::vector<at::Tensor> serial_targets(array_size);
     torch::jit::Module fused, dense;
     std::unique_ptr<hfta::optim::FusedSGD> fused_sgd;
@@ -133,8 +179,8 @@ int main(int argc, char** argv) {
         ways[mode] = {[&] {
                         for (int64_t b = 0; b < array_size; ++b) {
                           serial_sgd[b]->zero_grad();
-                          mse(mainOutput(serial_modules[b].forward({x[b]})), serial_targets[b]).backward();
-                          serial_sgd[b]->step();
+                          serial_scalers[b].scale(mse(forward(serial_modules[b], x[b]), serial_targets[b])).backward();
+                          serial_scalers[b].step(*serial_sgd[b], serial_sgd[b]->param_groups()[0].params());
                         }
                       },
                       array_size * batch};
@@ -148,13 +194,21 @@ int main(int argc, char** argv) {
         options.lr = kLr;
         options.momentum = kMomentum;
         fused_sgd = std::make_unique<hfta::optim::FusedSGD>(parametersOf(fused), array_size, options);
+        if (half) fused_scaler = std::make_unique<hfta::optim::FusedGradScaler>(array_size);
         ways[mode] = {[&] {
                         fused_sgd->zero_grad();
-                        const auto out = mainOutput(fused.forward({x})).to(at::kFloat);
+                        const auto out = forward(fused, x).to(at::kFloat);
                         if (!fused_target.defined()) fused_target = torch::randn(out.sizes(), out.options());
                         // Each member's mean, summed: each member's gradient is its own.
-                        (out - fused_target).pow(2).flatten(1).mean(1).sum().backward();
-                        fused_sgd->step();
+                        const auto losses = (out - fused_target).pow(2).flatten(1).mean(1);
+                        if (fused_scaler) {
+                          fused_scaler->scale(losses).sum().backward();
+                          fused_scaler->step(*fused_sgd);
+                          fused_scaler->update();
+                        } else {
+                          losses.sum().backward();
+                          fused_sgd->step();
+                        }
                       },
                       array_size * batch};
       } else if (mode == "dense" || mode == "single") {
@@ -165,8 +219,8 @@ int main(int argc, char** argv) {
         const auto dense_x = input({n});
         ways[mode] = {[&, dense_x] {
                         dense_sgd->zero_grad();
-                        mse(mainOutput(dense.forward({dense_x})), dense_target).backward();
-                        dense_sgd->step();
+                        dense_scaler.scale(mse(forward(dense, dense_x), dense_target)).backward();
+                        dense_scaler.step(*dense_sgd, dense_sgd->param_groups()[0].params());
                       },
                       n};
       } else {
@@ -175,12 +229,8 @@ int main(int argc, char** argv) {
     }
 
     auto run = [&](const Way& way, int count) {
-      // bfloat16 autocast needs no loss scaling.
-      at::autocast::set_autocast_enabled(at::kCUDA, cuda && amp);
-      if (cuda && amp) at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
       for (int i = 0; i < count; ++i) way.step();
       if (cuda) torch::cuda::synchronize();
-      at::autocast::set_autocast_enabled(at::kCUDA, false);
     };
     for (const auto& [mode, way] : ways) run(way, warmup);
     nlohmann::json result;

@@ -5,7 +5,8 @@
 # (tests/python/check_text_fused.py) and under autocast
 # (tests/python/check_autocast.py), and the training-throughput harness
 # (bench/throughput.py, every way of training B members, then ResNet-18 and
-# MobileNet-V2 again with bfloat16 autocast, then the Transformer LM and
+# MobileNet-V2 again with bfloat16 and float16 autocast, HFTA's MobileNet-V2
+# --amp sweep (one model against three fused), then the Transformer LM and
 # BERT) on the GPU, sized to about 10 minutes on one H200. Needs
 # .gpu-deps from scripts/gpu_deps.sh. On a machine without a GPU it still
 # builds and runs (the CUDA tests skip, the benchmarks run small on the
@@ -23,7 +24,8 @@ mkdir -p "$out"
 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DPython3_EXECUTABLE="$(command -v "$python")" \
   -DCMAKE_PREFIX_PATH="$deps" -DHFTA_BUILD_LIT=OFF >"$out/configure.log" 2>&1 || { tail -30 "$out/configure.log"; exit 1; }
 grep -E "hfta:|CUDA kernels" "$out/configure.log" || true
-cmake --build build-gpu -j "$(nproc)" --target hfta_cuda_tests optimizer_step train_modes hfta-fuse >"$out/build.log" 2>&1 ||
+cmake --build build-gpu -j "$(nproc)" --target hfta_cuda_tests optimizer_step train_modes hfta-fuse hfta-train \
+  >"$out/build.log" 2>&1 ||
   { grep -E "error|Error" -A3 "$out/build.log" | head -40; exit 1; }
 nvidia-smi -L 2>/dev/null || echo "gpu_check: no GPU here; the CUDA tests skip"
 # PyTorch's loss-scaler answers for the CUDA scaler tests.
@@ -40,17 +42,40 @@ build-gpu/bench/optimizer_step "--device=$device" --benchmark_repetitions=5 --be
   --benchmark_report_aggregates_only=true 2>&1 | tee "$out/optimizer_step.log" | grep -E "median|Run on|CPU"
 # Training throughput, every way (results.md, results.csv, throughput.png under $out/).
 if [ "$device" = cuda ]; then
-  sizes=(--models mlp,lenet,pointnet_cls,resnet18,mobilenet_v2 --arrays 1,4,8 --batch 64 --rounds 1)
-  amp_sizes=(--models resnet18,mobilenet_v2 --arrays 8 --batch 64 --rounds 1)
+  sizes=(--models mlp,lenet,pointnet_cls,resnet18,mobilenet_v2 --arrays 1,8 --batch 64 --rounds 1)
+  amp_sizes=(--models resnet18,mobilenet_v2 --arrays 1,8 --batch 64 --rounds 1)
+  sweep_limit=5000
   text_sizes=(--models lm_small,bert_small,lm --arrays 1,8 --batch 32 --rounds 1)
 else  # the same commands, small enough for a CPU check
   sizes=(--models mlp,lenet --arrays 1,2 --rounds 1 --steps-scale 0.2)
   amp_sizes=(--models mlp --arrays 2 --rounds 1 --steps-scale 0.2)
+  sweep_limit=128
   text_sizes=(--models lm_small --arrays 2 --rounds 1 --steps-scale 0.5 --batch 4)
 fi
 timeout 420 "$python" bench/throughput.py --device "$device" --build build-gpu "${sizes[@]}" \
   --out "$out/throughput" 2>&1 | tail -25
-timeout 120 "$python" bench/throughput.py --device "$device" --amp --build build-gpu "${amp_sizes[@]}" \
-  --out "$out/throughput_amp" 2>&1 | tail -8
+# Mixed precision: bfloat16, and float16 with a loss scale per member.
+for dtype in bfloat16 float16; do
+  timeout 120 "$python" bench/throughput.py --device "$device" --amp "$dtype" --build build-gpu "${amp_sizes[@]}" \
+    --out "$out/throughput_$dtype" 2>&1 | tail -8
+done
+# HFTA's README figure: MobileNet-V2 (published width) on CIFAR-sized images
+# (the tests' patterned images in CIFAR-10's format), 5 epochs, --amp --eval,
+# one model against three fused; the ratio of their training epoch times.
+"$python" tests/python/data_files.py cifar10 "$out/cifar10"
+"$python" examples/vision.py "$out/sweep" --kind mobilenet_v2 --members 1 --width 1.0 >/dev/null
+for array in "1 0.01" "3 0.01,0.03,0.1"; do
+  set -- $array
+  timeout 150 build-gpu/tools/hfta-train "$out/sweep/mobilenet_v2_0.pt" --array-size "$1" --lr "$2" --momentum 0.9 \
+    --dataset cifar10 --data "$out/cifar10" --limit "$sweep_limit" --epochs 5 --batch-size 64 --amp --eval \
+    --device "$device" --out "$out/sweep/b$1" 2>&1 | tee "$out/sweep/b$1.log" | grep -E "took|epochs:"
+done
+"$python" - "$out/sweep" <<'RATIO'
+import re, sys
+per_epoch = {b: float(re.search(r"\(([0-9.]+) s per epoch\)", open(f"{sys.argv[1]}/b{b}.log").read()).group(1))
+             for b in (1, 3)}
+print(f"MobileNet-V2 --amp: {per_epoch[1]:.2f} s per epoch alone, {per_epoch[3]:.2f} s for 3 fused: "
+      f"ratio {per_epoch[3] / per_epoch[1]:.2f} (HFTA's README on a V100: 7.6 / 6.0 = 1.27)")
+RATIO
 timeout 150 "$python" bench/throughput.py --device "$device" --build build-gpu "${text_sizes[@]}" \
   --out "$out/throughput_text" 2>&1 | tail -10

@@ -124,7 +124,8 @@ int main(int argc, char** argv) {
   auto& options = config.options;
   app.add_option("--epochs", options.epochs);
   app.add_option("--batch-size", options.batch_size);
-  app.add_option("--limit", config.limit, "use only the data set's first N samples (0: all)");
+  app.add_option("--limit", config.limit,
+                 "use only the data set's first N samples (0: all), and the test split's first N with --eval");
   app.add_option("--holdout", config.holdout, "the fraction of the data held out for evaluation");
   app.add_option("--seed", options.seed, "shuffling and the held-out split");
   app.add_flag(

@@ -79,7 +79,7 @@ Dataset readMnist(const std::string& dir, bool test) {
   // LibTorch's reader checks the headers but not that the data is all
   // there (a short file reads as zeros): the sizes are checked here.
   const int64_t samples = test ? 10000 : 60000, pixels = 28 * 28;
-  const std::string prefix = test ? "t10k" : "train";
+  const std::string prefix = test ? "t10k" : "train", split = test ? "test" : "training";
   for (const auto& [name, what, size] : {std::tuple{prefix + "-images-idx3-ubyte", "images", 16 + samples * pixels},
                                          std::tuple{prefix + "-labels-idx1-ubyte", "labels", 8 + samples}}) {
     const auto path = fs::path(dir) / name;
@@ -88,7 +88,7 @@ Dataset readMnist(const std::string& dir, bool test) {
     const auto actual = fs::file_size(path, ec);
     if (ec || actual != static_cast<uintmax_t>(size)) {
       throw UserError(fmt::format("mnist: {} has {} bytes, MNIST's {} {} have {} (a truncated or damaged download?)",
-                                  path.string(), actual, prefix, what, size));
+                                  path.string(), actual, split, what, size));
     }
   }
   try {

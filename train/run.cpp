@@ -142,6 +142,7 @@ Run::Run(const RunConfig& config) : config_(config) {
     std::tie(train_, heldout_) = holdOut(all, config.holdout, config.options.seed);
   }
   if (config.eval) test_ = loadTestSet(config.dataset, config.data);
+  if (test_ && config.limit > 0 && config.limit < test_->size()) test_ = test_->slice(0, config.limit);
   // Images take the module's dtype; token ids stay integers.
   for (auto* data : {&train_, &heldout_, test_ ? &*test_ : nullptr}) {
     if (data == nullptr) continue;

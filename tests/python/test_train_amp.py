@@ -18,7 +18,7 @@
    checkpoint); resuming with another precision is refused.
 4. --eval on CIFAR-10's binary format: each member's top-1 and top-5 test
    accuracy equal those of the exported member run alone in PyTorch under
-   torch.autocast on test_batch.bin (to 0.2%: a sample whose top logits lie
+   torch.autocast on test_batch.bin's first images (to 0.2%: a sample whose top logits lie
    within the fused forward's rounding of each other may flip).
 
 python tests/python/test_train_amp.py --train BUILD/tools/hfta-train --runtime BUILD/runtime/libhfta_runtime.so
@@ -43,6 +43,7 @@ import cnn  # noqa: E402
 
 SEEDS = [0, 1, 2]
 FLOOR = 1e-3
+LIMIT = 2000  # training samples, and test samples for --eval
 
 
 def rows(out):
@@ -118,22 +119,22 @@ def eval_matches_pytorch(args, tmp):
     model = os.path.join(tmp, "probe.pt")
     torch.jit.save(torch.jit.script(Probe()), model)
     out, best = os.path.join(tmp, "eval"), os.path.join(tmp, "eval_members")
-    subprocess.run([args.train, model, "--dataset", "cifar10", "--data", data, "--limit", "1000", "--array-size", "3",
+    subprocess.run([args.train, model, "--dataset", "cifar10", "--data", data, "--limit", str(LIMIT), "--array-size", "3",
                     "--lr", "0.01,0.05,0.2", "--momentum", "0.9", "--epochs", "1", "--amp", "--eval", "--out", out,
                     "--export-best", best, "--top", "3", "--threads", "2"], check=True, stdout=subprocess.DEVNULL)
     with open(os.path.join(out, "eval.csv")) as f:
         evaluated = list(csv.DictReader(f))
     raw = torch.frombuffer(bytearray(open(os.path.join(data, "test_batch.bin"), "rb").read()), dtype=torch.uint8)
-    raw = raw.view(10000, 3073)
-    labels, images = raw[:, 0].long(), raw[:, 1:].view(10000, 3, 32, 32).float() / 255
+    raw = raw.view(10000, 3073)[:LIMIT]  # --limit applies to the test split too
+    labels, images = raw[:, 0].long(), raw[:, 1:].reshape(LIMIT, 3, 32, 32).float() / 255
     for row in evaluated:
         b = int(row["member"])
         member = torch.jit.load(os.path.join(best, f"member_{b}.pt")).eval()
         with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
-            logits = torch.cat([member(images[i:i + 500]) for i in range(0, 10000, 500)]).float()
+            logits = torch.cat([member(images[i:i + 500]) for i in range(0, LIMIT, 500)]).float()
         top1 = (logits.argmax(1) == labels).double().mean().item()
         top5 = (logits.topk(5, 1).indices == labels[:, None]).any(1).double().mean().item()
-        assert row["data"] == "cifar10 test", row
+        assert row["data"] == "cifar10 test" and len(evaluated) == 3, row
         assert abs(float(row["top1"]) - top1) <= 2e-3 and abs(float(row["top5"]) - top5) <= 2e-3, (row, top1, top5)
         assert float(row["top5"]) >= float(row["top1"])
     print(f"--eval: top-1/top-5 of {len(evaluated)} members on the CIFAR-10 test batch as PyTorch computes them")
