@@ -28,7 +28,6 @@
 #include <cmath>
 
 #include "passes/hfta/hfta.h"
-#include "runtime/ops.h"
 #include "tests/test_support.h"
 
 namespace hfta {
@@ -79,21 +78,11 @@ void expectLikeAlone(const std::string& what, const at::Tensor& fused, const at:
 }
 
 // A kind with the suffix "+per-member-conv" runs every convolution as B
-// dense ones (the form hfta::conv picks for wide layers on the CPU).
+// dense ones (testing::ConvFormScope).
 class AutocastEquivalence : public ::testing::TestWithParam<std::string> {
  protected:
-  void SetUp() override {
-    kind_ = GetParam();
-    const auto suffix = kind_.find("+per-member-conv");
-    if (suffix != std::string::npos) {
-      kind_.erase(suffix);
-      ops::setPerMemberConvThreshold(0);
-    }
-  }
-  void TearDown() override { ops::setPerMemberConvThreshold(default_threshold_); }
-
-  std::string kind_;
-  const int64_t default_threshold_ = ops::perMemberConvThreshold();
+  std::string kind_ = GetParam();
+  testing::ConvFormScope conv_form_{kind_};
 };
 
 TEST_P(AutocastEquivalence, EachMemberComputesWhatItComputesAloneInBfloat16) {

@@ -5,7 +5,6 @@
 #include <torch/csrc/jit/runtime/graph_executor.h>
 
 #include "passes/hfta/hfta.h"
-#include "runtime/ops.h"
 #include "runtime/optim/optimizers.h"
 #include "tests/test_support.h"
 
@@ -52,30 +51,21 @@ void trainFused(torch::jit::Module& fused, const Reference& ref) {
 }
 
 // A kind with the suffix "+per-member-conv" runs every convolution as B
-// dense ones (the form hfta::conv picks for wide layers on the CPU; the test
-// models are narrow).
+// dense ones (testing::ConvFormScope).
 class FusionEquivalence : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
-    kind_ = GetParam();
-    const auto suffix = kind_.find("+per-member-conv");
-    if (suffix != std::string::npos) {
-      kind_.erase(suffix);
-      ops::setPerMemberConvThreshold(0);
-    }
     ref_ = Reference(kind_ + "_reference.pt");
     const auto dtype = ref_.tensor("y").scalar_type();  // the members' (x may hold token ids)
     tolerance_ = testing::tolerancesFor(dtype);
     tolerance_.trained = testing::trainedTolerance(dtype, ref_.tensor("sensitivity").item<double>());
     fused_ = fuse(loadMembers(testing::memberPaths(kind_)));
   }
-  void TearDown() override { ops::setPerMemberConvThreshold(default_threshold_); }
-
-  std::string kind_;
+  std::string kind_ = GetParam();
+  testing::ConvFormScope conv_form_{kind_};
   Reference ref_;
   testing::Tolerances tolerance_{};  // the members' dtype's
   FusionResult fused_;
-  const int64_t default_threshold_ = ops::perMemberConvThreshold();
 };
 
 TEST_P(FusionEquivalence, ForwardMatchesEachMember) {

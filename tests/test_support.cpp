@@ -8,6 +8,8 @@
 #include <fstream>
 #include <iterator>
 
+#include "runtime/ops.h"
+
 namespace hfta::testing {
 
 std::string modelsDir() {
@@ -15,6 +17,15 @@ std::string modelsDir() {
   if (dir == nullptr) throw std::runtime_error("HFTA_TEST_MODELS is not set (run the tests with ctest)");
   return dir;
 }
+
+ConvFormScope::ConvFormScope(std::string& kind) : default_threshold_(ops::perMemberConvThreshold()) {
+  const auto suffix = kind.find("+per-member-conv");
+  if (suffix == std::string::npos) return;
+  kind.erase(suffix);
+  ops::setPerMemberConvThreshold(0);
+}
+
+ConvFormScope::~ConvFormScope() { ops::setPerMemberConvThreshold(default_threshold_); }
 
 std::string modelPath(const std::string& name) { return modelsDir() + "/" + name; }
 

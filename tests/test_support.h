@@ -35,6 +35,21 @@ constexpr double kForwardTolerance = kFloat32.forward;
 constexpr double kGradientTolerance = kFloat32.gradient;
 constexpr double kTrainedTolerance = kFloat32.trained;
 
+// A test kind with the suffix "+per-member-conv" runs every convolution as
+// B dense ones (the form hfta::conv picks for wide layers on the CPU; the
+// test models are narrow): the scope strips the suffix from `kind`, sets
+// that form, and puts the default back when it ends.
+class ConvFormScope {
+ public:
+  explicit ConvFormScope(std::string& kind);
+  ~ConvFormScope();
+  ConvFormScope(const ConvFormScope&) = delete;
+  ConvFormScope& operator=(const ConvFormScope&) = delete;
+
+ private:
+  int64_t default_threshold_;
+};
+
 // The folder written by tests/python/make_test_models.py.
 std::string modelsDir();
 std::string modelPath(const std::string& name);

@@ -207,8 +207,9 @@ std::vector<MemberEpoch> Trainer::runEpoch(const Dataset& train, const Dataset& 
   // epoch (every step skipped: its forward itself overflows, or its
   // weights are gone) has diverged; freezing it changes nothing but saves
   // the work, as without scaling.
-  for (int64_t b = 0; b < array_size_ && scaler_; ++b) {
-    if (!progress_.diverged[b] && progress_.skipped_steps[b] == batches && !std::isfinite(progress_.loss_sum[b])) {
+  for (int64_t b = 0; scaler_ && b < array_size_; ++b) {
+    const bool never_finite = progress_.skipped_steps[b] == batches && !std::isfinite(progress_.loss_sum[b]);
+    if (!progress_.diverged[b] && never_finite) {
       progress_.diverged[b] = true;
       optimizer_.freeze(b);
     }

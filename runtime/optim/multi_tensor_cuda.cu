@@ -59,6 +59,27 @@ size_t append(std::vector<char>& bytes, const T* data, size_t n) {
   return offset;
 }
 
+// Chunks of tensor t ([members, ...] with `numel` elements): each member's
+// range cut into pieces of at most kChunk, skipping the members marked idle.
+void appendChunks(std::vector<Chunk>& chunks, int64_t t, int64_t numel, int64_t members,
+                  const std::vector<uint8_t>& idle) {
+  const int64_t member_numel = numel / members;
+  for (int64_t b = 0; b < members; ++b) {
+    if (!idle.empty() && idle[b] != 0) continue;
+    for (int64_t begin = b * member_numel; begin < (b + 1) * member_numel; begin += kChunk) {
+      chunks.push_back({t, b, begin, std::min(begin + kChunk, (b + 1) * member_numel)});
+    }
+  }
+}
+
+// The table in one asynchronous host-to-device copy (through pinned
+// memory); the kernels launched after it on the current stream read it.
+at::Tensor upload(const std::vector<char>& bytes, c10::Device device) {
+  auto host = at::empty({static_cast<int64_t>(bytes.size())}, at::TensorOptions(at::kByte).pinned_memory(true));
+  std::memcpy(host.data_ptr(), bytes.data(), bytes.size());
+  return host.to(device, /*non_blocking=*/true);
+}
+
 // Block i unscales chunk i: its member's elements times that member's
 // inverse scale, noting a non-finite one in found_inf[member] (every writer
 // writes 1).
@@ -94,21 +115,14 @@ void multiTensorUnscale(const std::vector<at::Tensor>& grads, const std::vector<
       TORCH_CHECK(g.scalar_type() == first.scalar_type() && g.device() == first.device() && g.is_contiguous(),
                   "hfta loss scaler: CUDA gradients must be contiguous, of one dtype and on one device");
       pointers.push_back(g.data_ptr<scalar_t>());
-      const int64_t member_numel = g.numel() / members;
-      for (int64_t b = 0; b < members; ++b) {
-        for (int64_t begin = b * member_numel; begin < (b + 1) * member_numel; begin += kChunk) {
-          chunks.push_back({static_cast<int64_t>(t), b, begin, std::min(begin + kChunk, (b + 1) * member_numel)});
-        }
-      }
+      appendChunks(chunks, static_cast<int64_t>(t), g.numel(), members, {});
     }
     if (chunks.empty()) return;
     std::vector<char> bytes;
     const size_t pointers_at = append(bytes, pointers.data(), pointers.size());
     const size_t chunks_at = append(bytes, chunks.data(), chunks.size());
     const size_t scales_at = append(bytes, inv_scale.data(), inv_scale.size());
-    auto host = at::empty({static_cast<int64_t>(bytes.size())}, at::TensorOptions(at::kByte).pinned_memory(true));
-    std::memcpy(host.data_ptr(), bytes.data(), bytes.size());
-    auto table = host.to(first.device(), /*non_blocking=*/true);
+    const auto table = upload(bytes, first.device());
     const char* base = static_cast<const char*>(table.data_ptr());
     unscaleKernel<scalar_t><<<chunks.size(), kThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
         reinterpret_cast<scalar_t* const*>(base + pointers_at), reinterpret_cast<const Chunk*>(base + chunks_at),
@@ -140,13 +154,7 @@ void multiTensorApply(TensorGroup& group, const std::vector<typename Rule::Scala
         ptrs.state[j] = st.defined() ? st.data_ptr<scalar_t>() : nullptr;
       }
       tensors.push_back(ptrs);
-      const int64_t member_numel = p.numel() / members;
-      for (int64_t b = 0; b < members; ++b) {
-        if (idle[b] != 0) continue;
-        for (int64_t begin = b * member_numel; begin < (b + 1) * member_numel; begin += kChunk) {
-          chunks.push_back({static_cast<int64_t>(t), b, begin, std::min(begin + kChunk, (b + 1) * member_numel)});
-        }
-      }
+      appendChunks(chunks, static_cast<int64_t>(t), p.numel(), members, idle);
     }
     if (chunks.empty()) return;
     // One host-to-device copy of the whole table.
@@ -154,9 +162,7 @@ void multiTensorApply(TensorGroup& group, const std::vector<typename Rule::Scala
     const size_t tensors_at = append(bytes, tensors.data(), tensors.size());
     const size_t chunks_at = append(bytes, chunks.data(), chunks.size());
     const size_t scalars_at = append(bytes, scalars.data(), scalars.size());
-    auto host = at::empty({static_cast<int64_t>(bytes.size())}, at::TensorOptions(at::kByte).pinned_memory(true));
-    std::memcpy(host.data_ptr(), bytes.data(), bytes.size());
-    auto table = host.to(first.device(), /*non_blocking=*/true);
+    const auto table = upload(bytes, first.device());
     const char* base = static_cast<const char*>(table.data_ptr());
     multiTensorKernel<Rule, scalar_t><<<chunks.size(), kThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
         reinterpret_cast<const TensorPointers<scalar_t>*>(base + tensors_at),
