@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <fcntl.h>
+#include <ftw.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -337,6 +338,16 @@ void writeAtomically(const std::string& path, const FileWriter& write) {
 void writeFileAtomically(const std::string& path, const std::string& contents) {
   writeAtomically(
       path, [&](std::ostream& out) { out.write(contents.data(), static_cast<std::streamsize>(contents.size())); });
+}
+
+void removeTree(const std::string& path) {
+  // Children before their folder; an entry that cannot go stays, and the
+  // walk goes on (a best effort, as remove_all with an error_code).
+  auto remove = [](const char* entry, const struct stat*, int, struct FTW*) {
+    ::remove(entry);
+    return 0;
+  };
+  ::nftw(path.c_str(), remove, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 void syncParentFolder(const std::string& path) { syncFolder(folderOf(path)); }

@@ -69,6 +69,12 @@ void writeFileAtomically(const std::string& path, const std::string& contents);
 // sync a folder are left as they are.
 void syncParentFolder(const std::string& path);
 
+// Removes a file or a folder with everything in it, if it is there (POSIX
+// calls: the torch wheel's libtorch.so exports its own
+// std::filesystem::remove_all, which the dynamic linker binds first and
+// which crashes).
+void removeTree(const std::string& path);
+
 // Installs handlers for SIGINT, SIGTERM and SIGHUP that remove the temporary
 // files in flight and then end the process by the same signal (as it would
 // have ended without them). Programs that handle those signals themselves

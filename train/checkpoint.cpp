@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 #include <torch/serialize.h>
 
-#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -14,6 +13,8 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
+#include <tuple>
 
 #include "passes/hfta/hfta.h"
 #include "passes/ir/diagnostics.h"
@@ -24,21 +25,6 @@ namespace hfta::train {
 namespace fs = std::filesystem;
 
 namespace {
-
-// Removes a checkpoint folder (files only, no subfolders). POSIX calls, not
-// std::filesystem::remove_all: the torch wheel's libtorch.so exports its own
-// std::filesystem::remove_all, which the dynamic linker binds first and
-// which crashes.
-void removeFlatFolder(const std::string& dir) {
-  DIR* d = opendir(dir.c_str());
-  if (d == nullptr) return;
-  while (const dirent* entry = readdir(d)) {
-    const std::string name = entry->d_name;
-    if (name != "." && name != "..") ::unlink((dir + "/" + name).c_str());
-  }
-  closedir(d);
-  ::rmdir(dir.c_str());
-}
 
 std::string withoutTrailingSlash(std::string dir) {
   while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
@@ -101,7 +87,7 @@ void saveCheckpoint(const std::string& folder, const torch::jit::Module& module,
 
   const std::string dir = withoutTrailingSlash(folder);
   const std::string fresh = dir + ".partial", old = dir + ".old";
-  removeFlatFolder(fresh);
+  removeTree(fresh);
   if (::mkdir(fresh.c_str(), 0777) != 0) {
     throw UserError(fmt::format("cannot create the checkpoint folder {}: {}", fresh, std::strerror(errno)));
   }
@@ -112,7 +98,7 @@ void saveCheckpoint(const std::string& folder, const torch::jit::Module& module,
               [&](std::ostream& out) { out.write(bytes.data(), static_cast<std::streamsize>(bytes.size())); });
     files.commit();
   } catch (const FileWriteError& e) {
-    removeFlatFolder(fresh);
+    removeTree(fresh);
     throw UserError(fmt::format("{}; the checkpoint {} is unchanged", e.what(), dir));
   }
   // The old checkpoint stays whole until the new one is in place: a run
@@ -120,7 +106,7 @@ void saveCheckpoint(const std::string& folder, const torch::jit::Module& module,
   // finds (resolveCheckpoint). An old DIR.old goes only when DIR replaces it.
   struct stat existing {};
   if (::stat(dir.c_str(), &existing) == 0) {
-    removeFlatFolder(old);
+    removeTree(old);
     if (::rename(dir.c_str(), old.c_str()) != 0) {
       throw UserError(fmt::format("cannot move the old checkpoint {} aside: {}", dir, std::strerror(errno)));
     }
@@ -130,7 +116,7 @@ void saveCheckpoint(const std::string& folder, const torch::jit::Module& module,
                                 std::strerror(errno), old));
   }
   syncParentFolder(dir);
-  removeFlatFolder(old);
+  removeTree(old);
 }
 
 std::string resolveCheckpoint(const std::string& folder, std::string* note) {
@@ -168,14 +154,24 @@ torch::jit::Module loadCheckpointModule(const std::string& dir) {
   return loadMembers({path})[0].module;
 }
 
-Resumed loadCheckpointState(const std::string& dir, optim::FusedOptimizer& optimizer, Schedule* schedule,
-                            const CheckpointAmp& amp) {
+c10::IValue readCheckpointState(const std::string& dir) {
   const auto path = (fs::path(dir) / "state.pt").string();
   std::ifstream in(path, std::ios::binary);
   if (!in) throw UserError(fmt::format("{} is not a checkpoint folder: it has no state.pt", dir));
   std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   try {
-    const auto state = torch::pickle_load(bytes).toGenericDict();
+    auto state = torch::pickle_load(bytes);
+    if (!state.isGenericDict()) throw UserError(fmt::format("{} is not a checkpoint's state", path));
+    return state;
+  } catch (const c10::Error& e) {
+    throw UserError(fmt::format("{} is not a readable checkpoint: {}", path, errorSummary(e)));
+  }
+}
+
+Resumed restoreCheckpointState(const c10::IValue& saved, const std::string& dir, optim::FusedOptimizer& optimizer,
+                               Schedule* schedule, const CheckpointAmp& amp) {
+  try {
+    const auto state = saved.toGenericDict();
     optimizer.load_state_dict(state.at("optimizer"));
     if (schedule != nullptr) {
       if (!state.contains("scheduler")) {
@@ -207,11 +203,86 @@ Resumed loadCheckpointState(const std::string& dir, optim::FusedOptimizer& optim
     generator.set_state(state.at("rng").toTensor());
     return resumed;
   } catch (const c10::Error& e) {
-    throw UserError(fmt::format("{} is not a readable checkpoint: {}", path, errorSummary(e)));
+    throw UserError(fmt::format("{} is not a readable checkpoint: {}", dir, errorSummary(e)));
   } catch (const std::invalid_argument& e) {
     throw UserError(fmt::format("the checkpoint {} does not fit this run: {}", dir, e.what()));
   } catch (const std::out_of_range& e) {
-    throw UserError(fmt::format("{} is not a checkpoint's state: an entry is missing", path));
+    throw UserError(fmt::format("{} is not a checkpoint's state: an entry is missing", dir));
+  }
+}
+
+GatheredCheckpoint gatherCheckpoints(const std::vector<MemberSource>& sources) {
+  if (sources.empty()) throw UserError("no members to gather into an array");
+  std::map<std::string, std::pair<torch::jit::Module, c10::IValue>> loaded;  // by folder
+  std::vector<Member> members;
+  std::vector<MemberOfState> picks;
+  for (const auto& source : sources) {
+    auto it = loaded.find(source.checkpoint);
+    if (it == loaded.end()) {
+      it = loaded
+               .emplace(source.checkpoint,
+                        std::make_pair(loadCheckpointModule(source.checkpoint), readCheckpointState(source.checkpoint)))
+               .first;
+    }
+    const auto& [module, state] = it->second;
+    if (source.member < 0 || source.member >= arraySize(module)) {
+      throw UserError(fmt::format("the checkpoint {} has {} members, not a member {}", source.checkpoint,
+                                  arraySize(module), source.member));
+    }
+    members.push_back({split(module, source.member), fmt::format("{} member {}", source.checkpoint, source.member)});
+    picks.push_back({state, source.member});
+  }
+  const auto& first_dir = sources[0].checkpoint;
+  try {
+    auto pick = [&](const char* key) {
+      std::vector<MemberOfState> entries;
+      for (const auto& p : picks) entries.push_back({p.state.toGenericDict().at(key), p.member});
+      return entries;
+    };
+    const auto first = picks[0].state.toGenericDict();
+    c10::impl::GenericDict state(c10::StringType::get(), c10::AnyType::get());
+    state.insert("epochs_done", sameEntry(picks, "epochs_done", "epochs done"));
+    state.insert("batches_done", sameEntry(picks, "batches_done", "positions in their epoch"));
+    state.insert("optimizer", optim::FusedOptimizer::gather_state_dicts(pick("optimizer")));
+    for (const auto& p : picks) {
+      if (p.state.toGenericDict().contains("scheduler") != first.contains("scheduler")) {
+        throw std::invalid_argument("members trained with a schedule and without one cannot share an array");
+      }
+    }
+    if (first.contains("scheduler")) state.insert("scheduler", Schedule::gatherStates(pick("scheduler")));
+    state.insert("amp", sameEntry(picks, "amp", "mixed precision"));
+    if (first.contains("scaler")) {
+      state.insert("scaler", optim::FusedGradScaler::gather_state_dicts(pick("scaler")));
+    }
+    state.insert("skipped_steps", gatherListEntry(picks, "skipped_steps"));
+    state.insert("loss_sum", gatherListEntry(picks, "loss_sum"));
+    state.insert("diverged", gatherListEntry(picks, "diverged"));
+    // Each member's rows, numbered as in the new array.
+    std::vector<MemberEpoch> rows;
+    for (size_t b = 0; b < picks.size(); ++b) {
+      const auto dict = picks[b].state.toGenericDict();
+      const auto width =
+          dict.contains("row_width") ? static_cast<size_t>(dict.at("row_width").toInt()) : kFirstRowWidth;
+      for (auto row : rowsFromIValue(dict.at("rows"), width)) {
+        if (row.member != picks[b].member) continue;
+        row.member = static_cast<int64_t>(b);
+        rows.push_back(row);
+      }
+    }
+    std::stable_sort(rows.begin(), rows.end(), [](const MemberEpoch& a, const MemberEpoch& b) {
+      return std::tie(a.epoch, a.member) < std::tie(b.epoch, b.member);
+    });
+    state.insert("rows", rowsToIValue(rows));
+    state.insert("row_width", static_cast<int64_t>(kRowWidth));
+    state.insert("rng", first.at("rng"));
+    FuseOptions options;
+    options.shared_input = sharedInput(loaded.at(first_dir).first);
+    options.allow_single_member = true;
+    return {fuse(members, options).module, state};
+  } catch (const std::invalid_argument& e) {
+    throw UserError(fmt::format("cannot make one array of members of {} and others: {}", first_dir, e.what()));
+  } catch (const c10::Error& e) {
+    throw UserError(fmt::format("cannot make one array of members of {} and others: {}", first_dir, errorSummary(e)));
   }
 }
 

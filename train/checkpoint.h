@@ -43,10 +43,32 @@ std::string resolveCheckpoint(const std::string& dir, std::string* note);
 
 // The module of a checkpoint (to build the optimizer over).
 torch::jit::Module loadCheckpointModule(const std::string& dir);
-// Restores the optimizer, scheduler, loss scaler and random generator;
-// returns the progress and metrics. UserError if the folder is not a
-// checkpoint, SettingError("amp") if it was trained with another precision.
-Resumed loadCheckpointState(const std::string& dir, optim::FusedOptimizer& optimizer, Schedule* schedule,
-                            const CheckpointAmp& amp);
+// The state the checkpoint in `dir` keeps beside its module; UserError if
+// there is none or it cannot be read.
+c10::IValue readCheckpointState(const std::string& dir);
+// Restores the optimizer, scheduler, loss scaler and random generator from
+// a checkpoint's state (`where` names it in messages); returns the progress
+// and metrics. UserError if it is not a checkpoint's, SettingError("amp")
+// if it was trained with another precision.
+Resumed restoreCheckpointState(const c10::IValue& state, const std::string& where, optim::FusedOptimizer& optimizer,
+                               Schedule* schedule, const CheckpointAmp& amp);
+
+// Member `member` of the checkpoint in the folder `checkpoint`.
+struct MemberSource {
+  std::string checkpoint;
+  int64_t member = 0;
+};
+// A checkpoint of a new array whose member b is sources[b] as its
+// checkpoint left it (parameters, buffers, optimizer and schedule state,
+// loss scale, progress and metrics, renumbered): what an array that sheds
+// members, or merges the members of several, goes on from. The module is
+// fused anew from the members split out. UserError unless the sources are
+// checkpoints of one model, trained the same way, stopped after the same
+// epoch.
+struct GatheredCheckpoint {
+  torch::jit::Module module;
+  c10::IValue state;
+};
+GatheredCheckpoint gatherCheckpoints(const std::vector<MemberSource>& sources);
 
 }  // namespace hfta::train

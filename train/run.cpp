@@ -119,11 +119,20 @@ std::string ampName(const TrainOptions& options) {
 
 Run::Run(const RunConfig& config) : config_(config) {
   torch::jit::Module module;
-  std::string checkpoint;
-  if (!config.resume.empty()) {
-    checkpoint = resolveCheckpoint(config.resume, &resume_note_);
-    module = loadCheckpointModule(checkpoint);
-    if (!config.model.empty()) checkSameModel(config.model, checkpoint, module);
+  // What the run goes on from (a checkpoint's state), and where it came from.
+  std::optional<c10::IValue> saved_state;
+  std::string saved_where;
+  if (!config.members.empty()) {
+    if (!config.resume.empty()) throw SettingError("resume", "goes on from one checkpoint, not from members of many");
+    auto gathered = gatherCheckpoints(config.members);
+    module = gathered.module;
+    saved_state = gathered.state;
+    saved_where = "the members gathered from " + config.members[0].checkpoint;
+  } else if (!config.resume.empty()) {
+    saved_where = resolveCheckpoint(config.resume, &resume_note_);
+    module = loadCheckpointModule(saved_where);
+    if (!config.model.empty()) checkSameModel(config.model, saved_where, module);
+    saved_state = readCheckpointState(saved_where);
   } else {
     module = arrayOf(config);
   }
@@ -158,9 +167,9 @@ Run::Run(const RunConfig& config) : config_(config) {
       Schedule::make(config.scheduler, config.schedule_settings, *optimizer_, config.options.epochs, batches_per_epoch);
   trainer_ = std::make_unique<Trainer>(module, *optimizer_, config.options);
   trainer_->setSchedule(schedule_.get());
-  if (!checkpoint.empty()) {
-    auto resumed =
-        loadCheckpointState(checkpoint, *optimizer_, schedule_.get(), {ampName(config.options), trainer_->scaler()});
+  if (saved_state) {
+    auto resumed = restoreCheckpointState(*saved_state, saved_where, *optimizer_, schedule_.get(),
+                                          {ampName(config.options), trainer_->scaler()});
     rows_ = std::move(resumed.rows);
     trainer_->restore(std::move(resumed.progress));
   }

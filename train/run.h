@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "runtime/optim/optimizer.h"
+#include "train/checkpoint.h"
 #include "train/dataset.h"
 #include "train/schedule.h"
 #include "train/trainer.h"
@@ -31,6 +32,9 @@ struct RunConfig {
   // A checkpoint folder to go on from; `model`, when given, must be the
   // model it was saved from.
   std::string resume;
+  // Or members of checkpoints (of one model, trained the same way, after the
+  // same epoch) to go on from as one array: each as its checkpoint left it.
+  std::vector<MemberSource> members;
   std::string dataset = "digits", data;
   int64_t limit = 0;             // the data set's first samples only (0: all)
   int64_t sequence_length = 35;  // tokens per sequence, for text data

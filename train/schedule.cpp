@@ -170,4 +170,13 @@ void Schedule::load_state_dict(const c10::IValue& saved) {
   }
 }
 
+c10::IValue Schedule::gatherStates(const std::vector<MemberOfState>& picks) {
+  std::vector<MemberOfState> inner;
+  for (const auto& pick : picks) inner.push_back({pick.state.toGenericDict().at("state"), pick.member});
+  c10::impl::GenericDict state(c10::StringType::get(), c10::AnyType::get());
+  state.insert("policy", sameEntry(picks, "policy", "schedules"));
+  state.insert("state", optim::gatherSchedulerStates(inner));
+  return state;
+}
+
 }  // namespace hfta::train

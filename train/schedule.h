@@ -29,6 +29,9 @@ class Schedule {
   void afterEpoch(const std::vector<double>& heldout_loss);
   c10::IValue state_dict() const;
   void load_state_dict(const c10::IValue& state);
+  // The state of a schedule over members picked from others of the same
+  // policy, all at the same epoch.
+  static c10::IValue gatherStates(const std::vector<MemberOfState>& picks);
 
  private:
   std::string name_;

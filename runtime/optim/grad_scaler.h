@@ -61,6 +61,9 @@ class FusedGradScaler {
   c10::IValue state_dict() const;
   // std::invalid_argument if it is not a scaler state of B members.
   void load_state_dict(const c10::IValue& state);
+  // The state of an array of picked members of other scalers: every entry
+  // is per member.
+  static c10::IValue gather_state_dicts(const std::vector<MemberOfState>& picks) { return gatherListDict(picks); }
 
  private:
   enum class Stage { Ready, Unscaled, Stepped };

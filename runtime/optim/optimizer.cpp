@@ -194,6 +194,60 @@ void FusedOptimizer::load_state_dict(const c10::IValue& value) {
   frozen_ = std::move(frozen);
 }
 
+c10::IValue FusedOptimizer::gather_state_dicts(const std::vector<MemberOfState>& picks) {
+  if (picks.empty()) throw std::invalid_argument("no members to gather");
+  const auto first = picks[0].state.toGenericDict();
+  const auto params = first.at("state").toList().size();
+  c10::impl::GenericDict hyper(c10::StringType::get(), c10::ListType::ofFloats());
+  for (const auto& entry : first.at("hyper").toGenericDict()) {
+    const auto& key = entry.key().toStringRef();
+    std::vector<MemberOfState> lists;
+    for (const auto& pick : picks) lists.push_back({pick.state.toGenericDict().at("hyper"), pick.member});
+    hyper.insert(key, gatherListEntry(lists, key));
+  }
+  c10::impl::GenericList steps(c10::ListType::ofInts());
+  c10::impl::GenericList state(c10::DictType::create(c10::StringType::get(), c10::TensorType::get()));
+  for (size_t i = 0; i < params; ++i) {
+    c10::List<int64_t> counts;
+    std::map<std::string, std::vector<at::Tensor>> slices;
+    std::vector<at::Tensor> like;  // per pick: one of its state slices, for a missing key's zeros
+    for (const auto& pick : picks) {
+      const auto dict = pick.state.toGenericDict();
+      if (dict.at("optimizer") != first.at("optimizer") || dict.at("state").toList().size() != params) {
+        throw std::invalid_argument("members of different optimizers or models cannot share an optimizer");
+      }
+      const auto entry = dict.at("steps").toList().get(i);
+      counts.push_back(entry.isInt() ? entry.toInt() : entry.toIntVector().at(pick.member));
+      for (const auto& s : dict.at("state").toList().get(i).toGenericDict()) {
+        slices[s.key().toStringRef()].resize(picks.size());
+      }
+    }
+    c10::Dict<std::string, at::Tensor> tensors;
+    for (auto& [key, members] : slices) {
+      at::Tensor template_slice;
+      for (size_t b = 0; b < picks.size(); ++b) {
+        const auto dict = picks[b].state.toGenericDict().at("state").toList().get(i).toGenericDict();
+        if (dict.contains(key)) members[b] = dict.at(key).toTensor()[picks[b].member].unsqueeze(0);
+        if (members[b].defined()) template_slice = members[b];
+      }
+      for (auto& m : members) {
+        if (!m.defined()) m = at::zeros_like(template_slice);
+      }
+      tensors.insert(key, at::cat(members));
+    }
+    steps.push_back(counts);
+    state.push_back(tensors);
+  }
+  c10::impl::GenericDict root(c10::StringType::get(), c10::AnyType::get());
+  root.insert("optimizer", first.at("optimizer"));
+  root.insert("array_size", static_cast<int64_t>(picks.size()));
+  root.insert("hyper", hyper);
+  root.insert("steps", steps);
+  root.insert("state", state);
+  root.insert("frozen", gatherListEntry(picks, "frozen"));
+  return root;
+}
+
 void FusedOptimizer::save(const std::string& path) const {
   const auto bytes = torch::pickle_save(state_dict());
   writeAtomically(path,

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/member_state.h"
 #include "runtime/optim/cpu_loop.h"
 #include "runtime/optim/multi_tensor.h"
 #include "runtime/per_member.h"
@@ -60,6 +61,14 @@ class FusedOptimizer {
   // std::invalid_argument if it is another optimizer's, or its parameters'
   // count or shapes differ.
   void load_state_dict(const c10::IValue& state);
+  // The state dict of an array of the picked members of other arrays'
+  // optimizers of this kind (the same parameters): member b is member
+  // picks[b].member of picks[b].state, its hyper-parameters, step counts,
+  // state and frozen flag as they were. A state tensor one member has and
+  // another lacks (created when some member first needed it) is zero for
+  // the latter, which never read it. std::invalid_argument if the states
+  // are of different optimizers or parameters.
+  static c10::IValue gather_state_dicts(const std::vector<MemberOfState>& picks);
   // Written through a temporary file and a rename.
   void save(const std::string& path) const;
   void load(const std::string& path);

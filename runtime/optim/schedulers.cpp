@@ -251,4 +251,8 @@ void ReduceLROnPlateau::load_state_dict(const c10::IValue& state) {
   last_epoch_ = d.at("last_epoch").toInt();
 }
 
+c10::IValue gatherSchedulerStates(const std::vector<MemberOfState>& picks) {
+  return gatherListDict(picks, {"last_epoch"});
+}
+
 }  // namespace hfta::optim

@@ -171,4 +171,9 @@ class ReduceLROnPlateau {
   int64_t last_epoch_ = 0;
 };
 
+// The state of a scheduler (LRScheduler's or ReduceLROnPlateau's) over an
+// array of members picked from others of its kind: every entry is per
+// member but the epoch, which they must share.
+c10::IValue gatherSchedulerStates(const std::vector<MemberOfState>& picks);
+
 }  // namespace hfta::optim

@@ -280,6 +280,7 @@ def main(out_dir):
                              batch=VISION_BATCH),
                    os.path.join(out_dir, f"{kind}_reference.pt"))
     make_text_models.main(out_dir, reference, loss_of, SGD_SETTINGS)
+    mlp.save_members(out_dir, "digits", 1, prefix="digits")  # a plain model for hfta_train's runs
     save_ensembles(out_dir)
     # One member diverges (a huge learning rate); the others must not notice.
     diverging = [dict(s) for s in SGD_SETTINGS]
