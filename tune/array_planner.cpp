@@ -1,0 +1,143 @@
+#include "tune/array_planner.h"
+
+#include <ATen/Parallel.h>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include "passes/hfta/hfta.h"
+#include "runtime/atomic_file.h"
+#include "tune/trial_config.h"
+
+namespace hfta::tune {
+namespace {
+
+// Steps before timing (first-use allocations, the executor's profiling
+// runs), then steps timed.
+constexpr int64_t kWarmupSteps = 3, kTimedSteps = 5;
+
+// FNV-1a: a digest of the model file that stays the same across builds.
+uint64_t digest(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  uint64_t h = 1469598103934665603ULL;
+  for (std::istreambuf_iterator<char> it(in), end; it != end; ++it) {
+    h = (h ^ static_cast<unsigned char>(*it)) * 1099511628211ULL;
+  }
+  return h;
+}
+
+std::string processor() {
+  std::ifstream in("/proc/cpuinfo");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+  }
+  return "unknown processor";
+}
+
+std::string cacheKey(const train::RunConfig& config, int64_t cap) {
+  return fmt::format("{:016x}|{}|{}|{} threads|cap {}", digest(config.model), runKey(config), processor(),
+                     at::get_num_threads(), cap);
+}
+
+// Training samples per second of a fresh array of `b` members.
+double throughput(const train::RunConfig& trial, int64_t b) {
+  auto config = trial;
+  config.array_size = b;
+  config.seeds.clear();
+  for (int64_t m = 0; m < b; ++m) config.seeds.push_back(static_cast<uint64_t>(m));
+  config.options.epochs = 1;
+  train::Run run(config);
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point start;
+  int64_t timed = 0;
+  run.nextEpoch([&](int64_t done, int64_t /*total*/) {
+    if (done == kWarmupSteps) start = Clock::now();
+    if (done > kWarmupSteps) timed = done - kWarmupSteps;
+    return timed >= kTimedSteps;
+  });
+  if (timed == 0) {
+    throw UserError(
+        fmt::format("the data set has too few batches ({} or fewer) to measure a step: give more data or "
+                    "--array-size",
+                    kWarmupSteps));
+  }
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  return static_cast<double>(b * config.options.batch_size * timed) / seconds;
+}
+
+// The process's peak resident memory over the machine's.
+double peakMemoryFraction() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  const double total = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
+  return static_cast<double>(usage.ru_maxrss) * 1024.0 / total;
+}
+
+}  // namespace
+
+std::string defaultPlanCache() {
+  namespace fs = std::filesystem;
+  fs::path dir;
+  if (const char* own = std::getenv("HFTA_CACHE_DIR")) {
+    dir = own;
+  } else if (const char* xdg = std::getenv("XDG_CACHE_HOME")) {
+    dir = fs::path(xdg) / "hfta";
+  } else if (const char* home = std::getenv("HOME")) {
+    dir = fs::path(home) / ".cache" / "hfta";
+  } else {
+    return "";
+  }
+  return (dir / "array_sizes.json").string();
+}
+
+ArrayPlan planArraySize(const train::RunConfig& config, int64_t cap, const std::string& cache) {
+  const auto key = cacheKey(config, cap);
+  nlohmann::json plans = nlohmann::json::object();
+  if (!cache.empty()) {
+    std::ifstream in(cache);
+    if (in) plans = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+    if (!plans.is_object()) plans = nlohmann::json::object();  // unreadable: measured anew
+    if (plans.contains(key)) {
+      ArrayPlan plan;
+      plan.array_size = plans[key].at("array_size").get<int64_t>();
+      plan.measured = plans[key].at("measured").get<std::vector<std::pair<int64_t, double>>>();
+      plan.cached = true;
+      return plan;
+    }
+  }
+  ArrayPlan plan;
+  for (int64_t b = 1; b <= cap; b *= 2) {
+    double rate = 0;
+    try {
+      rate = throughput(config, b);
+    } catch (const c10::OutOfMemoryError&) {
+      break;
+    }
+    plan.measured.emplace_back(b, rate);
+    const bool first = plan.measured.size() == 1;
+    if (!first && rate < (1 + kMinGain) * plan.measured[plan.measured.size() - 2].second) break;
+    plan.array_size = b;
+    // Half the machine's memory at most: the next doubling would take about twice.
+    if (peakMemoryFraction() > 0.25) break;
+  }
+  if (!cache.empty()) {
+    plans[key] = {{"array_size", plan.array_size}, {"measured", plan.measured}};
+    try {
+      std::filesystem::create_directories(std::filesystem::path(cache).parent_path());
+      writeFileAtomically(cache, plans.dump(2) + "\n");
+    } catch (const std::exception&) {
+      // A cache that cannot be written costs the next run a measurement, nothing more.
+    }
+  }
+  return plan;
+}
+
+}  // namespace hfta::tune

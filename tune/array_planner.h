@@ -1,0 +1,36 @@
+#pragma once
+// How many trials to fuse into one array: the largest array size that still
+// buys throughput for this model, batch and device, found by measurement
+// (training steps of fresh arrays of B = 1, 2, 4, ... members, until a
+// doubling gains less than kMinGain or memory runs out) and cached on disk
+// per graph and machine, so that later tuning runs start at once.
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "train/run.h"
+
+namespace hfta::tune {
+
+// A doubling of the array that adds less than this fraction of throughput
+// is not worth it: the array then finishes no sooner than two halves would,
+// and smaller arrays shrink in finer steps.
+constexpr double kMinGain = 0.10;
+
+struct ArrayPlan {
+  int64_t array_size = 1;
+  // (B, training samples per second over all members), in the order measured.
+  std::vector<std::pair<int64_t, double>> measured;
+  bool cached = false;  // read from the cache, not measured now
+};
+
+// `config`: a trial's run (its model and run settings); `cap`: the largest
+// B to try. `cache`: the cache file (JSON; created if missing; "" for no
+// cache).
+ArrayPlan planArraySize(const train::RunConfig& config, int64_t cap, const std::string& cache);
+
+// Where the plans are cached: $HFTA_CACHE_DIR, else $XDG_CACHE_HOME/hfta,
+// else ~/.cache/hfta; the file array_sizes.json there.
+std::string defaultPlanCache();
+
+}  // namespace hfta::tune

@@ -1,0 +1,242 @@
+#include "tune/tuner.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "runtime/atomic_file.h"
+#include "train/setting_error.h"
+#include "tune/tune_report.h"
+
+namespace hfta::tune {
+namespace {
+
+namespace fs = std::filesystem;
+
+nlohmann::json rowToJson(const train::MemberEpoch& r) {
+  return {r.member, r.epoch,   r.train_loss, r.heldout_loss, r.heldout_accuracy,
+          r.lr,     r.seconds, r.diverged,   r.train_seconds};
+}
+
+train::MemberEpoch rowFromJson(const nlohmann::json& j) {
+  train::MemberEpoch r;
+  r.member = j.at(0).get<int64_t>();
+  r.epoch = j.at(1).get<int64_t>();
+  r.train_loss = j.at(2).get<double>();
+  r.heldout_loss = j.at(3).get<double>();
+  r.heldout_accuracy = j.at(4).get<double>();
+  r.lr = j.at(5).get<double>();
+  r.seconds = j.at(6).get<double>();
+  r.diverged = j.at(7).get<bool>();
+  r.train_seconds = j.at(8).get<double>();
+  return r;
+}
+
+// n jobs in arrays of at most `size`: as few arrays as that allows, of
+// sizes that differ by one at most.
+std::vector<std::vector<int64_t>> balanced(const std::vector<int64_t>& trials, int64_t size) {
+  const auto n = static_cast<int64_t>(trials.size());
+  const int64_t arrays = (n + size - 1) / size;
+  std::vector<std::vector<int64_t>> out;
+  for (int64_t a = 0, next = 0; a < arrays; ++a) {
+    const int64_t take = n / arrays + (a < n % arrays ? 1 : 0);
+    out.emplace_back(trials.begin() + next, trials.begin() + next + take);
+    next += take;
+  }
+  return out;
+}
+
+std::string checkpointOf(const std::string& out, int64_t array) { return fmt::format("{}/arrays/{}", out, array); }
+
+// A numbered trial's arrays recorded in the journal: the line of each
+// finished array, a torn last line (a crash mid-write) left out.
+std::map<int64_t, nlohmann::json> readJournal(const std::string& path) {
+  std::map<int64_t, nlohmann::json> arrays;
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);) {
+    auto entry = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (entry.is_object() && entry.contains("array")) arrays[entry["array"].get<int64_t>()] = entry;
+  }
+  return arrays;
+}
+
+}  // namespace
+
+Tuner::Tuner(TuneOptions options) : options_(std::move(options)) {
+  algorithm_ = makeAlgorithm(options_.algorithm);
+  if (options_.max_array_size < 1) throw train::SettingError("max_array_size", "must be at least 1");
+  options_.run.options.epochs = options_.algorithm.max_epochs;  // schedules span R epochs
+  // The settings and the model are checked before anything trains: trial 0's.
+  loadMembers({trial(0).config.model});
+  fs::create_directories(fs::path(options_.out) / "arrays");
+  journal_ = readJournal((fs::path(options_.out) / "journal.jsonl").string());
+}
+
+double Tuner::metric(const train::MemberEpoch& row) const {
+  if (row.diverged || !std::isfinite(row.heldout_loss)) return std::nan("");
+  return options_.rank_by == train::RankBy::HeldOutLoss ? row.heldout_loss : -row.heldout_accuracy;
+}
+
+TrialRecord& Tuner::trial(int64_t id) {
+  auto it = trials_.find(id);
+  if (it != trials_.end()) return it->second;
+  TrialRecord record;
+  record.id = id;
+  record.settings = options_.parsed_space.sample(id, options_.seed);
+  try {
+    record.config = trialConfig(options_.run, options_.model, record.settings, id);
+  } catch (const train::SettingError& e) {
+    if (!record.settings.count(e.setting())) throw;  // a flag's (--model)
+    throw UserError(fmt::format("{}: setting \"{}\" (trial {}: {}): {}", options_.space, e.setting(), id,
+                                record.settings.at(e.setting()).dump(), e.problem()));
+  } catch (const UserError& e) {
+    throw UserError(fmt::format("{}: trial {}: {}", options_.space, id, e.what()));
+  }
+  record.group = partition_.groupOf(record.config);
+  return trials_.emplace(id, std::move(record)).first->second;
+}
+
+int64_t Tuner::arraySizeOf(int64_t group) {
+  if (options_.array_size > 0) return std::min(options_.array_size, options_.max_array_size);
+  auto it = plans_.find(group);
+  if (it == plans_.end()) {
+    const TrialRecord* first = nullptr;
+    for (const auto& [id, t] : trials_) {
+      if (t.group == group) {
+        first = &t;
+        break;
+      }
+    }
+    it = plans_.emplace(group, planArraySize(first->config, options_.max_array_size, options_.plan_cache)).first;
+  }
+  return it->second.array_size;
+}
+
+bool Tuner::run(const Log& log, const std::function<bool()>& stop) {
+  // The algorithm asks for as many jobs as the first group's arrays hold.
+  const int64_t capacity = arraySizeOf(trial(0).group);
+  const auto& plan = plans_.count(0) ? plans_.at(0) : ArrayPlan{};
+  if (!plan.measured.empty()) {
+    std::vector<std::string> rates;
+    for (const auto& [b, rate] : plan.measured) rates.push_back(fmt::format("B={} {:.0f}/s", b, rate));
+    log(fmt::format("array size {} ({}: {})", capacity, plan.cached ? "cached" : "measured", fmt::join(rates, ", ")));
+  }
+  for (auto jobs = algorithm_->next(capacity); !jobs.empty(); jobs = algorithm_->next(capacity)) {
+    // Jobs of one group that start and end at the same epochs can share arrays.
+    std::map<std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t>, std::vector<int64_t>> buckets;
+    for (const auto& job : jobs) {
+      auto& t = trial(job.trial);
+      t.status = "running";
+      buckets[{t.group, job.from_epochs, job.to_epochs, job.bracket, job.rung}].push_back(job.trial);
+    }
+    for (auto& [key, ids] : buckets) {
+      const auto [group, from, to, bracket, rung] = key;
+      std::sort(ids.begin(), ids.end());
+      for (const auto& members : balanced(ids, arraySizeOf(group))) {
+        ArrayRecord array{static_cast<int64_t>(arrays_.size()), group, bracket, rung, from, to, members};
+        if (!runArray(array, log, stop)) return false;
+        arrays_.push_back(array);
+        writeOutputs();
+      }
+    }
+    for (const auto& job : jobs) {
+      auto& t = trials_.at(job.trial);
+      const auto& last = t.rows.back();
+      algorithm_->report(job, metric(last));
+      t.status = t.epochs >= options_.algorithm.max_epochs ? "finished" : "paused";
+    }
+    takeDecisions();
+  }
+  takeDecisions();
+  writeOutputs();
+  return true;
+}
+
+void Tuner::takeDecisions() {
+  decisions_ = algorithm_->decisions();
+  for (const auto& d : decisions_) {
+    if (!d.promoted) trials_.at(d.trial).status = fmt::format("stopped at rung {}", d.rung);
+  }
+}
+
+bool Tuner::runArray(ArrayRecord& array, const Log& log, const std::function<bool()>& stop) {
+  const auto where = checkpointOf(options_.out, array.id);
+  const auto describe = fmt::format("array {:>3} (bracket {}, rung {}): {} trial{} [{}], epochs {} -> {}", array.id,
+                                    array.bracket, array.rung, array.trials.size(), array.trials.size() == 1 ? "" : "s",
+                                    fmt::join(array.trials, " "), array.from_epochs, array.to_epochs);
+  std::vector<train::MemberEpoch> rows;
+  const auto journaled = journal_.find(array.id);
+  if (journaled != journal_.end() && journaled->second.at("trials").get<std::vector<int64_t>>() == array.trials &&
+      journaled->second.at("to").get<int64_t>() == array.to_epochs) {
+    for (const auto& r : journaled->second.at("rows")) rows.push_back(rowFromJson(r));
+    array.seconds = journaled->second.at("seconds").get<double>();
+    array.replayed = true;
+    log(describe + ": from the journal");
+  } else {
+    log(describe);
+    std::vector<train::RunConfig> configs;
+    for (int64_t id : array.trials) configs.push_back(trials_.at(id).config);
+    auto config = arrayConfig(configs);
+    if (array.from_epochs > 0) {
+      config.array_size = 0;
+      config.seeds.clear();
+      for (int64_t id : array.trials) config.members.push_back(trials_.at(id).latest);
+    }
+    const auto start = std::chrono::steady_clock::now();
+    train::Run run(config);
+    while (run.progress().epochs_done < array.to_epochs) {
+      if (run.nextEpoch([&](int64_t, int64_t) { return stop(); }).empty()) return false;  // trained again on --resume
+    }
+    run.saveCheckpoint(where);
+    array.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    for (auto row : run.rows()) {
+      if (row.epoch <= array.from_epochs) continue;
+      row.member = array.trials.at(row.member);
+      rows.push_back(row);
+    }
+    nlohmann::json entry = {{"array", array.id},
+                            {"trials", array.trials},
+                            {"from", array.from_epochs},
+                            {"to", array.to_epochs},
+                            {"seconds", array.seconds}};
+    entry["rows"] = nlohmann::json::array();
+    for (const auto& r : rows) entry["rows"].push_back(rowToJson(r));
+    journal_[array.id] = entry;
+    std::ofstream journal((fs::path(options_.out) / "journal.jsonl").string(), std::ios::app);
+    journal << entry.dump() << "\n";
+    journal.flush();
+    if (!journal) throw UserError(fmt::format("cannot write {}/journal.jsonl", options_.out));
+    log(fmt::format("array {:>3}: {:.2f} s", array.id, array.seconds));
+  }
+  for (size_t b = 0; b < array.trials.size(); ++b) {
+    auto& t = trials_.at(array.trials[b]);
+    t.latest = {where, static_cast<int64_t>(b)};
+    t.epochs = array.to_epochs;
+  }
+  for (const auto& row : rows) trials_.at(row.member).rows.push_back(row);
+  return true;
+}
+
+std::vector<const TrialRecord*> Tuner::ranked() const {
+  std::vector<const TrialRecord*> out;
+  for (const auto& [id, t] : trials_) {
+    if (!t.rows.empty()) out.push_back(&t);
+  }
+  std::sort(out.begin(), out.end(), [&](const TrialRecord* a, const TrialRecord* b) {
+    // Longer-trained trials first at equal metric: their value is the surer.
+    const double ma = metric(a->rows.back()), mb = metric(b->rows.back());
+    if (ma == mb && a->epochs != b->epochs) return a->epochs > b->epochs;
+    return rankedBefore(ma, a->id, mb, b->id);
+  });
+  return out;
+}
+
+void Tuner::writeOutputs() const { writeTuneReport(options_.out, *this); }
+
+}  // namespace hfta::tune

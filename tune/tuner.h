@@ -1,0 +1,104 @@
+#pragma once
+// hfta-tune's engine: draws trials from a search space, runs the jobs a
+// search algorithm hands out in fused arrays (trials of one group, at the
+// same epoch; at most the planned array size each), and records everything
+// in the output folder. A rung that stops trials leaves the survivors to go
+// on in smaller arrays, gathered from the arrays they trained in (their
+// parameters, optimizer and schedule state carried over exactly;
+// train/checkpoint.h, gatherCheckpoints); survivors of several arrays merge.
+//
+// OUT/journal.jsonl records each finished array; a tuning run started again
+// on the same folder (--resume) replays the search and takes those arrays'
+// results from it instead of training them again.
+#include <nlohmann/json.hpp>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "train/metrics.h"
+#include "train/run.h"
+#include "tune/algorithm.h"
+#include "tune/array_planner.h"
+#include "tune/search_space.h"
+#include "tune/trial_config.h"
+
+namespace hfta::tune {
+
+struct TuneOptions {
+  std::string space;  // the search space's file
+  SearchSpace parsed_space;
+  std::string model;     // --model, "{setting}" for a trial's value
+  train::RunConfig run;  // every trial's run before its settings
+  AlgorithmOptions algorithm;
+  int64_t max_array_size = 16;
+  int64_t array_size = 0;  // a fixed array size (0: planned by measurement)
+  std::string plan_cache;
+  uint64_t seed = 0;  // the search space's draws
+  train::RankBy rank_by = train::RankBy::HeldOutLoss;
+  std::string out;
+};
+
+struct TrialRecord {
+  int64_t id = 0;
+  Settings settings;
+  train::RunConfig config;
+  int64_t group = 0;
+  std::vector<train::MemberEpoch> rows;  // member = the trial's number
+  train::MemberSource latest;            // where its state is, after `epochs`
+  int64_t epochs = 0;
+  std::string status = "pending";  // running, stopped (rung k), finished
+};
+
+struct ArrayRecord {
+  int64_t id = 0, group = 0, bracket = 0, rung = 0, from_epochs = 0, to_epochs = 0;
+  std::vector<int64_t> trials;
+  double seconds = 0;
+  bool replayed = false;  // its results came from the journal
+};
+
+class Tuner {
+ public:
+  // SettingError / UserError for bad options (before anything trains).
+  explicit Tuner(TuneOptions options);
+
+  // What happens, for a terminal: each array as it starts and ends.
+  using Log = std::function<void(const std::string&)>;
+  // Runs the search to its end; `stop` is asked between batches and makes
+  // run() return false (the array in flight is trained again on --resume).
+  bool run(const Log& log, const std::function<bool()>& stop);
+
+  const std::map<int64_t, TrialRecord>& trials() const { return trials_; }
+  const std::vector<ArrayRecord>& arrays() const { return arrays_; }
+  const std::vector<Decision>& decisions() const { return decisions_; }
+  // Trials best first by their last epoch's metric (diverged ones last).
+  std::vector<const TrialRecord*> ranked() const;
+  // Planned array size per group.
+  const std::map<int64_t, ArrayPlan>& plans() const { return plans_; }
+  // The metric the search minimizes, of a row (NaN for a diverged trial).
+  double metric(const train::MemberEpoch& row) const;
+  train::RankBy rankBy() const { return options_.rank_by; }
+
+ private:
+  TrialRecord& trial(int64_t id);
+  int64_t arraySizeOf(int64_t group);
+  // Trains one array's jobs (or replays them from the journal); false if
+  // `stop` stopped it.
+  bool runArray(ArrayRecord& array, const Log& log, const std::function<bool()>& stop);
+  // The algorithm's verdicts so far, and the trials' status by them.
+  void takeDecisions();
+  void writeOutputs() const;
+
+  TuneOptions options_;
+  std::unique_ptr<Algorithm> algorithm_;
+  Partition partition_;
+  std::map<int64_t, TrialRecord> trials_;
+  std::vector<ArrayRecord> arrays_;
+  std::vector<Decision> decisions_;
+  std::map<int64_t, ArrayPlan> plans_;
+  std::map<int64_t, nlohmann::json> journal_;  // finished arrays by number
+};
+
+}  // namespace hfta::tune
