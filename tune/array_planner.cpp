@@ -114,6 +114,7 @@ ArrayPlan planArraySize(const train::RunConfig& config, int64_t cap, const std::
     }
   }
   ArrayPlan plan;
+  double best = 0;
   for (int64_t b = 1; b <= cap; b *= 2) {
     double rate = 0;
     try {
@@ -121,12 +122,14 @@ ArrayPlan planArraySize(const train::RunConfig& config, int64_t cap, const std::
     } catch (const c10::OutOfMemoryError&) {
       break;
     }
+    const double previous = plan.measured.empty() ? 0 : plan.measured.back().second;
     plan.measured.emplace_back(b, rate);
-    const bool first = plan.measured.size() == 1;
-    if (!first && rate < (1 + kMinGain) * plan.measured[plan.measured.size() - 2].second) break;
-    plan.array_size = b;
-    // Half the machine's memory at most: the next doubling would take about twice.
-    if (peakMemoryFraction() > 0.25) break;
+    if (rate > best) {
+      best = rate;
+      plan.array_size = b;
+    }
+    // Growth has stopped; or the next doubling would take half the memory.
+    if (rate < (1 + kMinGain) * previous || peakMemoryFraction() > 0.25) break;
   }
   if (!cache.empty()) {
     plans[key] = {{"array_size", plan.array_size}, {"measured", plan.measured}};

@@ -1,9 +1,9 @@
 #pragma once
-// How many trials to fuse into one array: the largest array size that still
-// buys throughput for this model, batch and device, found by measurement
+// How many trials to fuse into one array: the array size with the most
+// throughput for this model, batch and device, found by measurement
 // (training steps of fresh arrays of B = 1, 2, 4, ... members, until a
-// doubling gains less than kMinGain or memory runs out) and cached on disk
-// per graph and machine, so that later tuning runs start at once.
+// doubling gains less than kMinGain or memory runs short) and cached on
+// disk per graph and machine, so that later tuning runs start at once.
 #include <string>
 #include <utility>
 #include <vector>
@@ -12,9 +12,12 @@
 
 namespace hfta::tune {
 
-// A doubling of the array that adds less than this fraction of throughput
-// is not worth it: the array then finishes no sooner than two halves would,
-// and smaller arrays shrink in finer steps.
+// A doubling that adds less than this fraction of throughput ends the
+// measurement: the step is as busy as it gets, and larger arrays would cost
+// memory for the few percent a short timing cannot tell from noise. The
+// last size measured is still chosen if it was the fastest: larger arrays
+// also share the per-array costs a step's time leaves out (building the
+// array, the held-out passes, checkpoints).
 constexpr double kMinGain = 0.10;
 
 struct ArrayPlan {
