@@ -24,7 +24,7 @@ mkdir -p "$out"
 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DPython3_EXECUTABLE="$(command -v "$python")" \
   -DCMAKE_PREFIX_PATH="$deps" -DHFTA_BUILD_LIT=OFF >"$out/configure.log" 2>&1 || { tail -30 "$out/configure.log"; exit 1; }
 grep -E "hfta:|CUDA kernels" "$out/configure.log" || true
-cmake --build build-gpu -j "$(nproc)" --target hfta_cuda_tests optimizer_step train_modes hfta-fuse hfta-train \
+cmake --build build-gpu -j "$(nproc)" --target hfta_cuda_tests optimizer_step train_modes hfta-fuse hfta-train hfta-tune \
   >"$out/build.log" 2>&1 ||
   { grep -E "error|Error" -A3 "$out/build.log" | head -40; exit 1; }
 nvidia-smi -L 2>/dev/null || echo "gpu_check: no GPU here; the CUDA tests skip"
@@ -46,11 +46,13 @@ if [ "$device" = cuda ]; then
   amp_sizes=(--models resnet18,mobilenet_v2 --arrays 1,8 --batch 64 --rounds 1)
   sweep_limit=5000
   text_sizes=(--models lm_small,bert_small,lm --arrays 1,8 --batch 32 --rounds 1)
+  tune_epochs=9
 else  # the same commands, small enough for a CPU check
   sizes=(--models mlp,lenet --arrays 1,2 --rounds 1 --steps-scale 0.2)
   amp_sizes=(--models mlp --arrays 2 --rounds 1 --steps-scale 0.2)
   sweep_limit=128
   text_sizes=(--models lm_small --arrays 2 --rounds 1 --steps-scale 0.5 --batch 4)
+  tune_epochs=3
 fi
 timeout 420 "$python" bench/throughput.py --device "$device" --build build-gpu "${sizes[@]}" \
   --out "$out/throughput" 2>&1 | tail -25
@@ -79,3 +81,16 @@ print(f"MobileNet-V2 --amp: {per_epoch[1]:.2f} s per epoch alone, {per_epoch[3]:
 RATIO
 timeout 150 "$python" bench/throughput.py --device "$device" --build build-gpu "${text_sizes[@]}" \
   --out "$out/throughput_text" 2>&1 | tail -10
+# hfta-tune: Hyperband of the digits CNN on the synthetic 8x8 images, the
+# trials fused (the planned array size) against every trial alone.
+"$python" examples/cnn.py "$out/tune" --kind digits --members 1 >/dev/null
+for mode in fused alone; do
+  flags=()
+  [ "$mode" = alone ] && flags=(--array-size 1)
+  start=$(date +%s.%N)
+  timeout 200 build-gpu/tools/hfta-tune examples/tune/digits_space.json --model "$out/tune/digits_0.pt" \
+    --dataset synthetic --max-epochs "$tune_epochs" --device "$device" --out "$out/tune/$mode" "${flags[@]}" \
+    >"$out/tune/$mode.log" 2>&1 || { tail -5 "$out/tune/$mode.log"; }
+  echo "hfta-tune $mode: $("$python" -c "print(round($(date +%s.%N) - $start, 1))") s;" \
+    "$(grep -E "array size|trials in|best trial" "$out/tune/$mode.log" | tr '\n' ' ')"
+done

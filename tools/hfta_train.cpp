@@ -172,12 +172,7 @@ int main(int argc, char** argv) {
       const auto rank_by = hfta::train::rankByName(metric);
       options.dtype = hfta::train::dtypeByName(dtype);
       options.device = hfta::train::deviceByName(device);
-      if (!amp_dtype.empty() && !amp) throw hfta::train::SettingError("amp_dtype", "needs --amp");
-      if (amp) {
-        options.amp = hfta::train::ampDtypeByName(!amp_dtype.empty()         ? amp_dtype
-                                                  : options.device.is_cuda() ? "float16"
-                                                                             : "bfloat16");
-      }
+      options.amp = hfta::train::ampSetting(amp, amp_dtype, options.device);
       const std::string amp_name = !options.amp ? "none" : *options.amp == at::kHalf ? "float16" : "bfloat16";
       for (const auto& [key, text] : settings) config.hyper.emplace(key, parseValues(hfta::tools::flagOf(key), text));
       for (const auto& [key, text] : schedule_settings) {

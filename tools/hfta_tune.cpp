@@ -59,7 +59,8 @@ int main(int argc, char** argv) {
   auto& algorithm = options.algorithm;
   algorithm.name = "hyperband";
   algorithm.max_epochs = 27;
-  std::string metric = "loss", resume, dtype = "float32";
+  std::string metric = "loss", resume, dtype = "float32", device = "cpu", amp_dtype;
+  bool amp = false;
   int threads = 0;
   size_t top = 10;
   app.add_option("space", options.space, "the search space (JSON): each setting a distribution or a fixed value")
@@ -85,6 +86,10 @@ int main(int argc, char** argv) {
   app.add_option("--scheduler", run.scheduler, "a learning-rate schedule, as hfta-train's");
   app.add_option("--loss", run.options.loss, "cross_entropy, mse or bce_with_logits");
   app.add_option("--dtype", dtype, "float32 (the default) or float64");
+  app.add_option("--device", device, "cpu (the default), cuda or cuda:N");
+  app.add_flag("--amp", amp,
+               "mixed precision, as hfta-train's (bfloat16 on the CPU, float16 with a scale per trial on CUDA)");
+  app.add_option("--amp-dtype", amp_dtype, "bfloat16 or float16");
   app.add_option("--seed", options.seed, "the search space's draws and the data's order");
   app.add_option("--metric", metric, "rank trials by held-out loss (the default) or accuracy");
   app.add_option("--out", options.out, "the folder for the results")->required();
@@ -107,6 +112,8 @@ int main(int argc, char** argv) {
       options.rank_by = hfta::train::rankByName(metric);
       options.run.options.seed = options.seed;
       options.run.options.dtype = hfta::train::dtypeByName(dtype);
+      options.run.options.device = hfta::train::deviceByName(device);
+      options.run.options.amp = hfta::train::ampSetting(amp, amp_dtype, options.run.options.device);
       try {
         options.parsed_space = hfta::tune::SearchSpace::load(options.space);
       } catch (const hfta::train::SettingError& e) {

@@ -93,6 +93,12 @@ at::ScalarType ampDtypeByName(const std::string& name) {
   throw SettingError("amp_dtype", fmt::format("is bfloat16 or float16, not {}", name));
 }
 
+std::optional<at::ScalarType> ampSetting(bool amp, const std::string& amp_dtype, c10::Device device) {
+  if (!amp_dtype.empty() && !amp) throw SettingError("amp_dtype", "needs --amp");
+  if (!amp) return std::nullopt;
+  return ampDtypeByName(!amp_dtype.empty() ? amp_dtype : device.is_cuda() ? "float16" : "bfloat16");
+}
+
 c10::Device deviceByName(const std::string& name) {
   std::optional<c10::Device> device;
   try {

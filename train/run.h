@@ -54,6 +54,9 @@ struct RunConfig {
 at::ScalarType dtypeByName(const std::string& name);
 // --amp-dtype: "bfloat16" or "float16"; SettingError("amp_dtype").
 at::ScalarType ampDtypeByName(const std::string& name);
+// --amp and --amp-dtype: the autocast dtype (none without --amp; by
+// default bfloat16 on the CPU, float16 on CUDA); SettingError("amp_dtype").
+std::optional<at::ScalarType> ampSetting(bool amp, const std::string& amp_dtype, c10::Device device);
 // "cpu", "cuda" or "cuda:N"; SettingError("device") if it is not there.
 c10::Device deviceByName(const std::string& name);
 
