@@ -39,14 +39,16 @@ TEST_F(ArrayPlanner, PicksTheFastestMeasuredSizeAndCachesIt) {
   const auto plan = planArraySize(digits(), 4, cache_);
   ASSERT_FALSE(plan.cached);
   ASSERT_FALSE(plan.measured.empty());
-  EXPECT_EQ(plan.measured[0].first, 1);
+  EXPECT_EQ(plan.measured[0].array_size, 1);
   double best = 0;
   int64_t fastest = 0;
   for (size_t i = 0; i < plan.measured.size(); ++i) {
-    const auto [b, rate] = plan.measured[i];
+    const auto [b, rate, peak] = plan.measured[i];
     EXPECT_EQ(b, int64_t{1} << i);  // doublings, within the cap
     EXPECT_LE(b, 4);
     EXPECT_GT(rate, 0);
+    EXPECT_GT(peak, 0);
+    if (i > 0) EXPECT_GE(peak, plan.measured[i - 1].peak_mib);  // a peak so far
     if (rate > best) best = rate, fastest = b;
   }
   EXPECT_EQ(plan.array_size, fastest);

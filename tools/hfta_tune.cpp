@@ -34,18 +34,28 @@ std::atomic<bool> g_stop{false};
 extern "C" void requestStop(int) { g_stop = true; }
 constexpr int kExitInterrupted = 130;
 
-// `hfta-tune --resume DIR` alone: the command line DIR was started with.
+// `hfta-tune --resume DIR` alone: the command line DIR was started with,
+// run from the folder it was started in (its paths are relative to it).
 std::vector<std::string> savedCommand(const std::vector<std::string>& args) {
   if (args.size() != 3 || args[1] != "--resume") return args;
-  const auto path = (fs::path(args[2]) / "command.json").string();
+  const auto dir = fs::absolute(args[2]).string();
+  const auto path = (fs::path(dir) / "command.json").string();
   std::ifstream in(path);
   if (!in) throw UserError(fmt::format("--resume: {} is not a tuning run's folder: it has no command.json", args[2]));
-  auto saved = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (!saved.is_array()) throw UserError(fmt::format("--resume: {} is not readable", path));
+  const auto saved = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (!saved.is_object() || !saved.contains("cwd") || !saved.contains("args")) {
+    throw UserError(fmt::format("--resume: {} is not readable", path));
+  }
+  std::error_code ec;
+  fs::current_path(saved["cwd"].get<std::string>(), ec);
+  if (ec) {
+    throw UserError(fmt::format("--resume: the run was started in {}, which is gone: {}",
+                                saved["cwd"].get<std::string>(), ec.message()));
+  }
   std::vector<std::string> command{args[0]};
-  for (const auto& arg : saved.get<std::vector<std::string>>()) command.push_back(arg);
+  for (const auto& arg : saved["args"].get<std::vector<std::string>>()) command.push_back(arg);
   command.push_back("--resume");
-  command.push_back(args[2]);
+  command.push_back(dir);
   return command;
 }
 
@@ -127,14 +137,15 @@ int main(int argc, char** argv) {
         throw UserError(fmt::format("{} holds a tuning run already: go on with --resume {}, or give another --out",
                                     options.out, options.out));
       }
-      if (!resume.empty() && fs::path(resume) != fs::path(options.out)) {
+      std::error_code same_ec;
+      if (!resume.empty() && !fs::equivalent(resume, options.out, same_ec)) {
         throw UserError(fmt::format("--resume {} and --out {} must be the same folder", resume, options.out));
       }
       hfta::tune::Tuner tuner(options);
       if (resume.empty()) {
-        std::vector<std::string> command(args.begin() + 1, args.end());
-        hfta::writeFileAtomically((fs::path(options.out) / "command.json").string(),
-                                  nlohmann::json(command).dump() + "\n");
+        const nlohmann::json command = {{"cwd", fs::current_path().string()},
+                                        {"args", std::vector<std::string>(args.begin() + 1, args.end())}};
+        hfta::writeFileAtomically((fs::path(options.out) / "command.json").string(), command.dump() + "\n");
       }
       std::signal(SIGINT, requestStop);
       std::signal(SIGTERM, requestStop);

@@ -73,12 +73,27 @@ double throughput(const train::RunConfig& trial, int64_t b) {
   return static_cast<double>(b * config.options.batch_size * timed) / seconds;
 }
 
-// The process's peak resident memory over the machine's.
-double peakMemoryFraction() {
+// The process's peak resident memory, and the machine's, in MiB.
+double peakMib() {
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
-  const double total = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
-  return static_cast<double>(usage.ru_maxrss) * 1024.0 / total;
+  return static_cast<double>(usage.ru_maxrss) / 1024.0;
+}
+double machineMib() {
+  return static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE)) / (1 << 20);
+}
+
+nlohmann::json toJson(const std::vector<Measurement>& measured) {
+  auto out = nlohmann::json::array();
+  for (const auto& m : measured) out.push_back({m.array_size, m.samples_per_second, m.peak_mib});
+  return out;
+}
+
+std::vector<Measurement> fromJson(const nlohmann::json& saved) {
+  std::vector<Measurement> measured;
+  for (const auto& m : saved)
+    measured.push_back({m.at(0).get<int64_t>(), m.at(1).get<double>(), m.at(2).get<double>()});
+  return measured;
 }
 
 }  // namespace
@@ -105,10 +120,11 @@ ArrayPlan planArraySize(const train::RunConfig& config, int64_t cap, const std::
     std::ifstream in(cache);
     if (in) plans = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
     if (!plans.is_object()) plans = nlohmann::json::object();  // unreadable: measured anew
-    if (plans.contains(key)) {
+    if (plans.contains(key) && plans[key].contains("measured") && plans[key]["measured"].is_array() &&
+        (plans[key]["measured"].empty() || plans[key]["measured"][0].size() == 3)) {
       ArrayPlan plan;
       plan.array_size = plans[key].at("array_size").get<int64_t>();
-      plan.measured = plans[key].at("measured").get<std::vector<std::pair<int64_t, double>>>();
+      plan.measured = fromJson(plans[key].at("measured"));
       plan.cached = true;
       return plan;
     }
@@ -122,17 +138,17 @@ ArrayPlan planArraySize(const train::RunConfig& config, int64_t cap, const std::
     } catch (const c10::OutOfMemoryError&) {
       break;
     }
-    const double previous = plan.measured.empty() ? 0 : plan.measured.back().second;
-    plan.measured.emplace_back(b, rate);
+    const double previous = plan.measured.empty() ? 0 : plan.measured.back().samples_per_second;
+    plan.measured.push_back({b, rate, peakMib()});
     if (rate > best) {
       best = rate;
       plan.array_size = b;
     }
     // Growth has stopped; or the next doubling would take half the memory.
-    if (rate < (1 + kMinGain) * previous || peakMemoryFraction() > 0.25) break;
+    if (rate < (1 + kMinGain) * previous || plan.measured.back().peak_mib > 0.25 * machineMib()) break;
   }
   if (!cache.empty()) {
-    plans[key] = {{"array_size", plan.array_size}, {"measured", plan.measured}};
+    plans[key] = {{"array_size", plan.array_size}, {"measured", toJson(plan.measured)}};
     try {
       std::filesystem::create_directories(std::filesystem::path(cache).parent_path());
       writeFileAtomically(cache, plans.dump(2) + "\n");

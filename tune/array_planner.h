@@ -20,11 +20,23 @@ namespace hfta::tune {
 // array, the held-out passes, checkpoints).
 constexpr double kMinGain = 0.10;
 
+struct Measurement {
+  int64_t array_size = 0;
+  double samples_per_second = 0;  // training samples of all members
+  // The process's peak resident memory by the end of this size's steps (it
+  // only grows, and the sizes do too; CUDA memory is not counted: there an
+  // out-of-memory error ends the measurement).
+  double peak_mib = 0;
+  bool operator==(const Measurement& other) const {
+    return array_size == other.array_size && samples_per_second == other.samples_per_second &&
+           peak_mib == other.peak_mib;
+  }
+};
+
 struct ArrayPlan {
   int64_t array_size = 1;
-  // (B, training samples per second over all members), in the order measured.
-  std::vector<std::pair<int64_t, double>> measured;
-  bool cached = false;  // read from the cache, not measured now
+  std::vector<Measurement> measured;  // in the order measured
+  bool cached = false;                // read from the cache, not measured now
 };
 
 // `config`: a trial's run (its model and run settings); `cap`: the largest

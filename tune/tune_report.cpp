@@ -93,7 +93,13 @@ std::string arraysCsv(const Tuner& tuner) {
 std::string curvesSvg(const Tuner& tuner) {
   constexpr double kWidth = 820, kHeight = 480, kLeft = 70, kRight = 160, kTop = 40, kBottom = 50;
   const bool by_loss = tuner.rankBy() == train::RankBy::HeldOutLoss;
-  auto value = [&](const train::MemberEpoch& r) { return by_loss ? r.heldout_loss : r.heldout_accuracy; };
+  // Losses span decades (a trial that diverges next to ones near zero): a
+  // log scale; accuracy a linear one. Epochs on a log scale too, so that
+  // Hyperband's rungs (1, 3, 9, 27) stand evenly apart.
+  auto value = [&](const train::MemberEpoch& r) {
+    const double v = by_loss ? r.heldout_loss : r.heldout_accuracy;
+    return by_loss ? (v > 0 ? std::log10(v) : NAN) : v;
+  };
   double lo = INFINITY, hi = -INFINITY;
   int64_t epochs = 1;
   for (const auto& [id, t] : tuner.trials()) {
@@ -107,13 +113,16 @@ std::string curvesSvg(const Tuner& tuner) {
   if (!(lo <= hi)) lo = 0, hi = 1;
   if (hi - lo < 1e-12) hi = lo + 1;
   const double plot_w = kWidth - kLeft - kRight, plot_h = kHeight - kTop - kBottom;
-  auto x = [&](double epoch) { return kLeft + plot_w * epoch / static_cast<double>(epochs); };
+  auto x = [&](double epoch) {
+    return epochs == 1 ? kLeft + plot_w / 2 : kLeft + plot_w * std::log(epoch) / std::log(static_cast<double>(epochs));
+  };
   auto y = [&](double v) { return kTop + plot_h * (1 - (v - lo) / (hi - lo)); };
+  auto label = [&](double v) { return by_loss ? std::pow(10.0, v) : v; };
   std::string svg = fmt::format(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" font-family=\"sans-serif\" "
       "font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
       "<text x=\"{}\" y=\"22\" font-size=\"15\">held-out {} of every trial (dashed: the rungs)</text>\n",
-      kWidth, kHeight, kLeft, by_loss ? "loss" : "accuracy");
+      kWidth, kHeight, kLeft, by_loss ? "loss (log scale)" : "accuracy");
   std::set<int64_t> rungs;
   for (const auto& a : tuner.arrays()) rungs.insert(a.to_epochs);
   for (int64_t r : rungs) {
@@ -125,11 +134,12 @@ std::string curvesSvg(const Tuner& tuner) {
   }
   for (int k = 0; k <= 4; ++k) {
     const double v = lo + (hi - lo) * k / 4;
-    svg += fmt::format("<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{:.3g}</text>\n", kLeft - 6, y(v) + 4, v);
+    svg +=
+        fmt::format("<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{:.3g}</text>\n", kLeft - 6, y(v) + 4, label(v));
   }
   svg += fmt::format(
       "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"black\"/>\n"
-      "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">epoch</text>\n",
+      "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">epoch (log scale)</text>\n",
       kLeft, kTop, plot_w, plot_h, kLeft + plot_w / 2, kHeight - 12);
   const auto ranked = tuner.ranked();
   const int64_t best = ranked.empty() ? -1 : ranked[0]->id;
@@ -140,15 +150,18 @@ std::string curvesSvg(const Tuner& tuner) {
       if (std::isfinite(value(r)))
         points += fmt::format("{:.1f},{:.1f} ", x(static_cast<double>(r.epoch)), y(value(r)));
     }
-    const bool finished = t.status == "finished";
+    const char* colour = id == best ? "#d62728" : t.status == "finished" ? "#1f77b4" : "#999";
     svg += fmt::format(
         "<polyline points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"{}\"><title>trial {}: "
         "{}</title></polyline>\n",
-        points,
-        id == best ? "#d62728"
-        : finished ? "#1f77b4"
-                   : "#999",
-        id == best ? 2.5 : 1, id, t.status);
+        points, colour, id == best ? 2.5 : 1, id, t.status);
+    // A trial stopped after one epoch is a point, not a line: a dot.
+    const auto& first = t.rows.front();
+    if (t.rows.size() == 1 && std::isfinite(value(first))) {
+      svg += fmt::format(
+          "<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"2.5\" fill=\"{}\"><title>trial {}: {}</title></circle>\n",
+          x(static_cast<double>(first.epoch)), y(value(first)), colour, id, t.status);
+    }
   }
   const double lx = kLeft + plot_w + 12;
   svg += fmt::format(

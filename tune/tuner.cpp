@@ -11,6 +11,7 @@
 #include <set>
 
 #include "runtime/atomic_file.h"
+#include "train/reinit.h"
 #include "train/setting_error.h"
 #include "tune/tune_report.h"
 
@@ -72,8 +73,15 @@ Tuner::Tuner(TuneOptions options) : options_(std::move(options)) {
   algorithm_ = makeAlgorithm(options_.algorithm);
   if (options_.max_array_size < 1) throw train::SettingError("max_array_size", "must be at least 1");
   options_.run.options.epochs = options_.algorithm.max_epochs;  // schedules span R epochs
-  // The settings and the model are checked before anything trains: trial 0's.
-  loadMembers({trial(0).config.model});
+  // The settings and the model are checked before anything trains: trial
+  // 0's, and that fresh members of its model can be made (its layers
+  // re-initialized as PyTorch's are).
+  const auto& model = trial(0).config.model;
+  try {
+    train::reinitialized(loadMembers({model})[0].module, 0);
+  } catch (const train::SettingError& e) {
+    throw UserError(fmt::format("{}: {}", model, e.problem()));
+  }
   fs::create_directories(fs::path(options_.out) / "arrays");
   journal_ = readJournal((fs::path(options_.out) / "journal.jsonl").string());
 }
@@ -124,7 +132,9 @@ bool Tuner::run(const Log& log, const std::function<bool()>& stop) {
   const auto& plan = plans_.count(0) ? plans_.at(0) : ArrayPlan{};
   if (!plan.measured.empty()) {
     std::vector<std::string> rates;
-    for (const auto& [b, rate] : plan.measured) rates.push_back(fmt::format("B={} {:.0f}/s", b, rate));
+    for (const auto& m : plan.measured) {
+      rates.push_back(fmt::format("B={} {:.0f}/s {:.0f} MiB", m.array_size, m.samples_per_second, m.peak_mib));
+    }
     log(fmt::format("array size {} ({}: {})", capacity, plan.cached ? "cached" : "measured", fmt::join(rates, ", ")));
   }
   for (auto jobs = algorithm_->next(capacity); !jobs.empty(); jobs = algorithm_->next(capacity)) {

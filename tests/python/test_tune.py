@@ -152,7 +152,8 @@ def main():
             if int(entry) >= 2:
                 shutil.rmtree(os.path.join(cut, "arrays", entry))
         with open(os.path.join(cut, "command.json")) as f:
-            command = [a if a != hyperband else cut for a in json.load(f)]
+            command = json.load(f)
+        command["args"] = [a if a != hyperband else cut for a in command["args"]]
         with open(os.path.join(cut, "command.json"), "w") as f:
             json.dump(command, f)
         subprocess.run([args.tune, "--resume", cut], check=True, stdout=subprocess.DEVNULL)
