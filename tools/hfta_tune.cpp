@@ -105,6 +105,8 @@ int main(int argc, char** argv) {
   app.add_option("--out", options.out, "the folder for the results")->required();
   app.add_option("--resume", resume, "go on with the tuning run in this folder (alone: with its command line)");
   app.add_option("--top", top, "leaderboard rows");
+  app.add_flag("--keep-checkpoints", options.keep_checkpoints,
+               "keep every array's checkpoint in OUT/arrays (default: only those still needed)");
   app.add_option("--threads", threads, "intra-op threads (default: all cores)");
   app.add_option("--config", "a JSON object of these flags; flags after it win");
 

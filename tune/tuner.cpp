@@ -162,10 +162,28 @@ bool Tuner::run(const Log& log, const std::function<bool()>& stop) {
       t.status = t.epochs >= options_.algorithm.max_epochs ? "finished" : "paused";
     }
     takeDecisions();
+    removeUnneededCheckpoints();
   }
   takeDecisions();
+  removeUnneededCheckpoints();
   writeOutputs();
   return true;
+}
+
+void Tuner::removeUnneededCheckpoints() const {
+  if (options_.keep_checkpoints) return;
+  auto done = [](const TrialRecord& t) { return t.status == "finished" || t.status.rfind("stopped", 0) == 0; };
+  std::set<std::string> needed;  // array folder names
+  bool best_done_kept = false;
+  for (const auto* t : ranked()) {  // best first
+    if (!done(*t) || !best_done_kept) needed.insert(fs::path(t->latest.checkpoint).filename().string());
+    if (done(*t)) best_done_kept = true;
+  }
+  std::vector<fs::path> unneeded;
+  for (const auto& entry : fs::directory_iterator(fs::path(options_.out) / "arrays")) {
+    if (!needed.count(entry.path().filename().string())) unneeded.push_back(entry.path());
+  }
+  for (const auto& path : unneeded) removeTree(path.string());
 }
 
 void Tuner::takeDecisions() {

@@ -39,6 +39,9 @@ struct TuneOptions {
   uint64_t seed = 0;  // the search space's draws
   train::RankBy rank_by = train::RankBy::HeldOutLoss;
   std::string out;
+  // Keep every array's checkpoint (default: only those a trial that may
+  // train on, or the best of the others, still needs).
+  bool keep_checkpoints = false;
 };
 
 struct TrialRecord {
@@ -89,6 +92,11 @@ class Tuner {
   bool runArray(ArrayRecord& array, const Log& log, const std::function<bool()>& stop);
   // The algorithm's verdicts so far, and the trials' status by them.
   void takeDecisions();
+  // Removes the array checkpoints nothing needs: a trial that may still
+  // train needs its latest; of the trials done (stopped or finished) only
+  // the best can still turn out the best of all (the others each rank
+  // below a trial whose metric no longer changes), for best.pt.
+  void removeUnneededCheckpoints() const;
   void writeOutputs() const;
 
   TuneOptions options_;

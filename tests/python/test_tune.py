@@ -129,7 +129,7 @@ def main():
 
         # 1. Hyperband (arrays of at most 4: rung 0's 9 trials in 3 arrays,
         # its 3 survivors merged into one) and ASHA, against alone.
-        hyperband = tune(args, tmp, "hyperband", "--array-size", "4")
+        hyperband = tune(args, tmp, "hyperband", "--array-size", "4", "--keep-checkpoints")
         arrays = read_csv(os.path.join(hyperband, "arrays.csv"))
         assert [len(a["trials"].split()) for a in arrays if a["bracket"] == "2"] == [3, 3, 3, 3, 1], arrays
         trials, worst = check_against_alone(args, tmp, hyperband, cache)
@@ -138,6 +138,11 @@ def main():
         asha = tune(args, tmp, "asha", "--algorithm", "asha", "--trials", "8", "--array-size", "3")
         trials, worst_asha = check_against_alone(args, tmp, asha, cache)
         assert len(trials) == 8 and any(t["epochs"] == R for t in trials), trials
+        # Once every trial is done, only the best one's array is kept (for best.pt).
+        best = min(trials, key=lambda t: (t["metrics"][-1]["heldout_loss"], t["trial"]))
+        arrays = read_csv(os.path.join(asha, "arrays.csv"))
+        last = max(int(a["array"]) for a in arrays if str(best["trial"]) in a["trials"].split())
+        assert os.listdir(os.path.join(asha, "arrays")) == [str(last)], os.listdir(os.path.join(asha, "arrays"))
         print(f"tuned vs alone over {len(cache)} trials: worst relative loss difference {max(worst, worst_asha):.2e}")
 
         # 2. The journal cut back to two of rung 0's three arrays, as a stop
