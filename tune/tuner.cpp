@@ -179,9 +179,12 @@ void Tuner::removeUnneededCheckpoints() const {
     if (!done(*t) || !best_done_kept) needed.insert(fs::path(t->latest.checkpoint).filename().string());
     if (done(*t)) best_done_kept = true;
   }
+  // Only arrays this run has reached: a replay (--resume) must not remove
+  // the checkpoints of the arrays it has yet to replay.
   std::vector<fs::path> unneeded;
-  for (const auto& entry : fs::directory_iterator(fs::path(options_.out) / "arrays")) {
-    if (!needed.count(entry.path().filename().string())) unneeded.push_back(entry.path());
+  for (const auto& a : arrays_) {
+    const auto name = std::to_string(a.id);
+    if (!needed.count(name)) unneeded.push_back(fs::path(options_.out) / "arrays" / name);
   }
   for (const auto& path : unneeded) removeTree(path.string());
 }
