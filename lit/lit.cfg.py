@@ -9,6 +9,8 @@ config.suffixes = [".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(os.path.dirname(config.hfta_tools_dir), "lit")
 
+# The autotuner's choices and hfta-tune's plans: the build's, not the user's cache.
+config.environment["HFTA_CACHE_DIR"] = os.path.join(config.test_exec_root, "hfta-cache")
 config.environment["PATH"] = os.pathsep.join(
     [config.hfta_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", os.environ["PATH"])])
 config.substitutions.append(("%models", config.test_models))

@@ -3,8 +3,13 @@
 // become one grouped convolution (groups * B), B batch norms one batch norm
 // over B*C channels whose statistics are per (member, channel), i.e. each
 // member's own.
-#include <atomic>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <atomic>
+#include <functional>
+
+#include "runtime/autotune.h"
 #include "runtime/ops.h"
 
 namespace hfta::ops {
@@ -15,28 +20,84 @@ std::optional<at::Tensor> flattened(const std::optional<at::Tensor>& t) {
   return t->view(-1);  // stacked [B, C] buffers are contiguous: a view, so updates land in them
 }
 
-// The form of B convolutions on a channel-folded input, on the CPU. One
-// grouped convolution (groups x B) is as fast as B dense ones while each
-// member's (C_in / groups) x C_out is small, and up to 2.4x slower from
-// about 48K on (ResNet-18's 512-channel 3x3, MobileNet-V2's wide 1x1,
-// PointNet's 128 -> 1024, DCGAN's 256 -> 512): there, B dense convolutions
-// on the members' channel slices run instead, as each member alone would.
-// Measured by bench/conv_forms.py (numbers in bench/README.md). CUDA keeps
-// the grouped form (not measured yet).
-std::atomic<int64_t> per_member_threshold{48 * 1024};
+// The form of B convolutions on a channel-folded input, when autotuning is
+// off (HFTA_AUTOTUNE=0; on, both forms are timed: runtime/autotune.h). On
+// the AMD EPYC (AVX2) this was measured on, one grouped convolution
+// (groups x B) is as fast as B dense ones while each member's (C_in /
+// groups) x C_out is small, and up to 2.4x slower from about 48K on
+// (ResNet-18's 512-channel 3x3, MobileNet-V2's wide 1x1, PointNet's 128 ->
+// 1024, DCGAN's 256 -> 512): there, B dense convolutions on the members'
+// channel slices (bench/conv_forms.py; numbers in bench/README.md). CUDA
+// keeps the grouped form.
+constexpr int64_t kPerMemberThreshold = 48 * 1024;
+std::atomic<ConvForm> forced_form{ConvForm::Chosen};
 
-bool convolvePerMember(const at::Tensor& input, int64_t in_channels_per_group, int64_t out_channels) {
-  return input.device().is_cpu() && in_channels_per_group * out_channels >= per_member_threshold.load();
+bool heuristicPerMember(const at::Tensor& input, int64_t in_channels_per_group, int64_t out_channels) {
+  return input.device().is_cpu() && in_channels_per_group * out_channels >= kPerMemberThreshold;
+}
+
+template <typename ConvFn>
+at::Tensor perMemberForm(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
+                         int64_t groups, ConvFn conv) {
+  // split and unbind, not narrow and select: their backward is one cat or
+  // stack, where B narrows or selects would each zero-fill a whole-sized
+  // gradient and B - 1 adds would sum them.
+  const int64_t members = weight.size(0);
+  const auto inputs = input.split(input.size(1) / members, 1);
+  const auto weights = weight.unbind(0);
+  const bool has_bias = bias.has_value() && bias->defined();
+  const auto biases = has_bias ? bias->unbind(0) : std::vector<at::Tensor>{};
+  std::vector<at::Tensor> outputs;
+  for (int64_t m = 0; m < members; ++m) {
+    const auto member_bias = biases.empty() ? std::nullopt : std::optional<at::Tensor>(biases[m]);
+    outputs.push_back(conv(inputs[m], weights[m], member_bias, groups));
+  }
+  return at::cat(outputs, 1);
+}
+
+// Whether B convolutions of this shape run per member: as forced, else the
+// faster form measured here (forward and, where gradients are on, backward),
+// else the heuristic.
+template <typename ConvFn>
+bool runPerMember(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
+                  int64_t groups, ConvFn conv, const std::string& settings) {
+  const auto forced = forced_form.load();
+  if (forced != ConvForm::Chosen) return forced == ConvForm::PerMember;
+  const bool heuristic = heuristicPerMember(input, weight.size(2), weight.size(1));
+  if (!autotune::enabled()) return heuristic;
+  const bool backward = at::GradMode::is_enabled() && !c10::InferenceMode::is_enabled();
+  const auto key = fmt::format("hfta::conv|in [{}]|weight [{}]|bias {}|groups {}|{}|{}|{}|{}|{}",
+                               fmt::join(input.sizes(), ","), fmt::join(weight.sizes(), ","), bias.has_value(), groups,
+                               settings, c10::toString(input.scalar_type()), input.device().str(),
+                               backward ? "forward+backward" : "forward", autotune::machine(input.is_cuda()));
+  auto candidate = [&](bool per_member) {
+    return std::function<void()>([&, per_member] {
+      auto x = input.detach(), w = weight.detach();
+      std::optional<at::Tensor> b = bias.has_value() && bias->defined() ? std::optional(bias->detach()) : std::nullopt;
+      if (backward) {
+        x.requires_grad_(x.is_floating_point());
+        w.requires_grad_();
+        if (b) b->requires_grad_();
+      }
+      const auto y = per_member
+                         ? perMemberForm(x, w, b, groups, conv)
+                         : conv(x, w.flatten(0, 1), b ? std::optional(b->view(-1)) : std::nullopt, groups * w.size(0));
+      if (backward) y.sum().backward();
+      if (y.is_cuda()) y.cpu();  // waits for the device
+    });
+  };
+  return autotune::choose(key, heuristic ? 1 : 0, {candidate(false), candidate(true)}) == 1;
 }
 
 // Runs `conv(folded input, weight with members flattened into dim 0, flat
 // bias, groups)`. The input is channel-folded ([N, B*C, *]) or one input
 // all members share ([N, C, *]; told apart by the channel count, B >= 2):
 // a shared input with groups == 1 runs as one dense convolution with
-// B*Cout output channels and is never copied.
+// B*Cout output channels and is never copied. `settings` (stride, padding,
+// dilation) names the convolution for the autotuner.
 template <typename ConvFn>
 at::Tensor convolveMembers(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
-                           int64_t groups, ConvFn conv, bool transposed = false) {
+                           int64_t groups, ConvFn conv, const std::string& settings, bool transposed = false) {
   TORCH_CHECK(weight.dim() >= 4, "hfta::conv: weight must be [B, out, in/groups, k...], got ", weight.sizes());
   TORCH_CHECK(input.dim() == weight.dim() - 1,
               "hfta::conv: fused convolutions need batched member inputs [N, C, ...]; got input ", input.sizes(),
@@ -51,45 +112,40 @@ at::Tensor convolveMembers(const at::Tensor& input, const at::Tensor& weight, co
   }
   TORCH_CHECK(input.size(1) == members * in_channels, "hfta::conv: input ", input.sizes(), " has neither ", in_channels,
               " nor ", members, " x ", in_channels, " channels");
-  if (!transposed && convolvePerMember(input, weight.size(2), weight.size(1))) {
-    // split and unbind, not narrow and select: their backward is one cat or
-    // stack, where B narrows or selects would each zero-fill a whole-sized
-    // gradient and B - 1 adds would sum them.
-    const auto inputs = input.split(in_channels, 1);
-    const auto weights = weight.unbind(0);
-    const auto biases = b.has_value() ? bias->unbind(0) : std::vector<at::Tensor>{};
-    std::vector<at::Tensor> outputs;
-    for (int64_t m = 0; m < members; ++m) {
-      const auto member_bias = biases.empty() ? std::nullopt : std::optional<at::Tensor>(biases[m]);
-      outputs.push_back(conv(inputs[m], weights[m], member_bias, groups));
-    }
-    return at::cat(outputs, 1);
+  if (!transposed && runPerMember(input, weight, bias, groups, conv, settings)) {
+    return perMemberForm(input, weight, bias, groups, conv);
   }
   return conv(input, w, b, groups * members);
 }
 
 }  // namespace
 
-int64_t perMemberConvThreshold() { return per_member_threshold.load(); }
-void setPerMemberConvThreshold(int64_t channel_product) { per_member_threshold = channel_product; }
+ConvForm convForm() { return forced_form.load(); }
+void setConvForm(ConvForm form) { forced_form = form; }
 
 at::Tensor conv(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
                 at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups) {
   const std::vector<int64_t> output_padding(weight.dim() - 3, 0);
-  return convolveMembers(input, weight, bias, groups,
-                         [&](const at::Tensor& x, const at::Tensor& w, const std::optional<at::Tensor>& b, int64_t g) {
-                           return at::convolution(x, w, b, stride, padding, dilation,
-                                                  /*transposed=*/false, output_padding, g);
-                         });
+  return convolveMembers(
+      input, weight, bias, groups,
+      [&](const at::Tensor& x, const at::Tensor& w, const std::optional<at::Tensor>& b, int64_t g) {
+        return at::convolution(x, w, b, stride, padding, dilation,
+                               /*transposed=*/false, output_padding, g);
+      },
+      fmt::format("stride [{}] padding [{}] dilation [{}]", fmt::join(stride, ","), fmt::join(padding, ","),
+                  fmt::join(dilation, ",")));
 }
 
 at::Tensor conv_padding(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
                         at::IntArrayRef stride, c10::string_view padding, at::IntArrayRef dilation, int64_t groups) {
-  return convolveMembers(input, weight, bias, groups,
-                         [&](const at::Tensor& x, const at::Tensor& w, const std::optional<at::Tensor>& b, int64_t g) {
-                           return weight.dim() == 4 ? at::conv1d(x, w, b, stride, padding, dilation, g)
-                                                    : at::conv2d(x, w, b, stride, padding, dilation, g);
-                         });
+  return convolveMembers(
+      input, weight, bias, groups,
+      [&](const at::Tensor& x, const at::Tensor& w, const std::optional<at::Tensor>& b, int64_t g) {
+        return weight.dim() == 4 ? at::conv1d(x, w, b, stride, padding, dilation, g)
+                                 : at::conv2d(x, w, b, stride, padding, dilation, g);
+      },
+      fmt::format("stride [{}] padding {} dilation [{}]", fmt::join(stride, ","), std::string(padding),
+                  fmt::join(dilation, ",")));
 }
 
 at::Tensor conv_transpose(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
@@ -102,7 +158,7 @@ at::Tensor conv_transpose(const at::Tensor& input, const at::Tensor& weight, con
       [&](const at::Tensor& x, const at::Tensor& w, const std::optional<at::Tensor>& b, int64_t g) {
         return at::convolution(x, w, b, stride, padding, dilation, /*transposed=*/true, output_padding, g);
       },
-      /*transposed=*/true);
+      /*settings=*/"", /*transposed=*/true);
 }
 
 at::Tensor batch_norm(const at::Tensor& input, const std::optional<at::Tensor>& weight,

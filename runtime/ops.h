@@ -20,17 +20,19 @@ at::Tensor addmm(const at::Tensor& self, const at::Tensor& mat1, const at::Tenso
                  const at::Scalar& alpha);
 // Convolution per member: input channel-folded [N, B*C, *] or one input all
 // members share [N, C, *]; weight [B, out, in/groups, k...], bias [B, out].
-// One grouped convolution (groups * B), or on the CPU from
-// perMemberConvThreshold() on, B dense ones on the members' channel slices;
+// One grouped convolution (groups * B) or B dense ones on the members'
+// channel slices, whichever convForm() picks for the shape;
 // a shared input with groups == 1 runs as one dense convolution with B*out
 // channels. Returns [N, B*out, *].
 at::Tensor conv(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
                 at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups);
-// The smallest (in / groups) x out at which hfta::conv runs B dense
-// convolutions instead of one grouped one on the CPU (conv_ops.cpp says
-// why); tests set 0 to run every convolution per member.
-int64_t perMemberConvThreshold();
-void setPerMemberConvThreshold(int64_t channel_product);
+// How hfta::conv runs B convolutions on a channel-folded input: Chosen (the
+// default) times both forms for each shape on first use and keeps the
+// faster (runtime/autotune.h; with HFTA_AUTOTUNE=0 a heuristic that
+// conv_ops.cpp states); tests force one form or the other.
+enum class ConvForm { Chosen, Grouped, PerMember };
+ConvForm convForm();
+void setConvForm(ConvForm form);
 // The same with padding "same" or "valid".
 at::Tensor conv_padding(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
                         at::IntArrayRef stride, c10::string_view padding, at::IntArrayRef dilation, int64_t groups);

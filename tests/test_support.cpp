@@ -8,8 +8,6 @@
 #include <fstream>
 #include <iterator>
 
-#include "runtime/ops.h"
-
 namespace hfta::testing {
 
 std::string modelsDir() {
@@ -18,14 +16,14 @@ std::string modelsDir() {
   return dir;
 }
 
-ConvFormScope::ConvFormScope(std::string& kind) : default_threshold_(ops::perMemberConvThreshold()) {
+ConvFormScope::ConvFormScope(std::string& kind) : previous_(ops::convForm()) {
   const auto suffix = kind.find("+per-member-conv");
   if (suffix == std::string::npos) return;
   kind.erase(suffix);
-  ops::setPerMemberConvThreshold(0);
+  ops::setConvForm(ops::ConvForm::PerMember);
 }
 
-ConvFormScope::~ConvFormScope() { ops::setPerMemberConvThreshold(default_threshold_); }
+ConvFormScope::~ConvFormScope() { ops::setConvForm(previous_); }
 
 std::string modelPath(const std::string& name) { return modelsDir() + "/" + name; }
 

@@ -6,6 +6,8 @@
 
 #include <string>
 
+#include "runtime/ops.h"
+
 namespace hfta::testing {
 
 // Tolerances of fused against alone (stated in README.md), relative as
@@ -36,9 +38,9 @@ constexpr double kGradientTolerance = kFloat32.gradient;
 constexpr double kTrainedTolerance = kFloat32.trained;
 
 // A test kind with the suffix "+per-member-conv" runs every convolution as
-// B dense ones (the form hfta::conv picks for wide layers on the CPU; the
-// test models are narrow): the scope strips the suffix from `kind`, sets
-// that form, and puts the default back when it ends.
+// B dense ones (a form hfta::conv may pick, mostly for wide layers; the
+// test models are narrow): the scope strips the suffix from `kind`, forces
+// that form, and puts the previous one back when it ends.
 class ConvFormScope {
  public:
   explicit ConvFormScope(std::string& kind);
@@ -47,7 +49,7 @@ class ConvFormScope {
   ConvFormScope& operator=(const ConvFormScope&) = delete;
 
  private:
-  int64_t default_threshold_;
+  ops::ConvForm previous_;
 };
 
 // The folder written by tests/python/make_test_models.py.

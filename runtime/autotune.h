@@ -1,0 +1,41 @@
+#pragma once
+// Choosing among the forms a fused op can run in by measuring them, on the
+// machine that runs them, for the exact shapes, dtype and device (as
+// cuDNN's benchmark mode does): the first call with a new key times every
+// candidate and keeps the fastest; later calls, and later processes through
+// a cache on disk, take the choice at once.
+//
+//   size_t form = autotune::choose(key, heuristic, {runGrouped, runPerMember});
+//
+// HFTA_AUTOTUNE=0 turns measurement off: every op takes its documented
+// heuristic. A choice never changes a result beyond float rounding: the
+// candidates compute the same function.
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace hfta::autotune {
+
+// Whether forms are measured (HFTA_AUTOTUNE unset or not "0") or taken from
+// the heuristics.
+bool enabled();
+void setEnabled(bool on);
+
+// The index of the fastest candidate for `key` (which names the op and
+// everything its speed depends on; the processor or GPU model is added
+// here): each candidate runs once to warm up, then kRepeats times, and the
+// median counts. `heuristic` when measurement is off. A candidate that
+// throws is never chosen (all throwing: `heuristic`).
+size_t choose(const std::string& key, size_t heuristic, const std::vector<std::function<void()>>& candidates);
+
+// The cache file: $HFTA_CACHE_DIR/forms.json, else $XDG_CACHE_HOME/hfta/,
+// else ~/.cache/hfta/; "" keeps choices in memory only.
+std::string cachePath();
+void setCachePath(const std::string& path);
+// Forgets the choices held in memory (the file stays).
+void forget();
+
+// What the machine is, for keys: the processor's model name, or the GPU's.
+std::string machine(bool cuda);
+
+}  // namespace hfta::autotune
