@@ -17,9 +17,14 @@
 namespace hfta::autotune {
 namespace {
 
-// Timed runs per candidate after the warm-up; the median of 5 shrugs off a
-// run that another process on a shared machine slowed down.
-constexpr int kRepeats = 5;
+// Timed runs per candidate after the warm-up: the median of 3 shrugs off
+// one run that another process on a shared machine slowed down. A
+// candidate whose run takes kHopeless times the best median so far stops
+// there: it will not win, and forms that lose tend to lose by far (a
+// grouped convolution's weight gradient at 2.4x), so measuring costs little
+// more than running the winner.
+constexpr int kRepeats = 3;
+constexpr double kHopeless = 3.0;
 
 struct State {
   std::mutex mutex;
@@ -82,7 +87,9 @@ void saveLocked(State& s, const std::string& key, size_t form, const std::vector
   }
 }
 
-double medianSeconds(const std::function<void()>& run) {
+// The median time of `run` over kRepeats runs after a warm-up, or the time
+// of the first run that is hopeless against `best` (a median already taken).
+double medianSeconds(const std::function<void()>& run, std::optional<double> best) {
   using Clock = std::chrono::steady_clock;
   run();  // warm-up: first-use allocations, kernel selection
   std::vector<double> times;
@@ -90,6 +97,7 @@ double medianSeconds(const std::function<void()>& run) {
     const auto start = Clock::now();
     run();
     times.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+    if (best && times.back() > kHopeless * *best) return times.back();
   }
   std::nth_element(times.begin(), times.begin() + kRepeats / 2, times.end());
   return times[kRepeats / 2];
@@ -161,7 +169,7 @@ size_t choose(const std::string& key, size_t heuristic, const std::vector<std::f
   for (size_t c = 0; c < candidates.size(); ++c) {
     double t = -1;
     try {
-      t = medianSeconds(candidates[c]);
+      t = medianSeconds(candidates[c], fastest ? std::optional(seconds[*fastest]) : std::nullopt);
     } catch (const std::exception&) {
       // A form this input cannot take is not a choice.
     }

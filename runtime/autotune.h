@@ -23,8 +23,9 @@ void setEnabled(bool on);
 
 // The index of the fastest candidate for `key` (which names the op and
 // everything its speed depends on; the processor or GPU model is added
-// here): each candidate runs once to warm up, then kRepeats times, and the
-// median counts. `heuristic` when measurement is off. A candidate that
+// here): each candidate runs once to warm up, then up to 3 times, and the
+// median counts (a run 3x slower than the best median so far ends its
+// candidate's turn). `heuristic` when measurement is off. A candidate that
 // throws is never chosen (all throwing: `heuristic`).
 size_t choose(const std::string& key, size_t heuristic, const std::vector<std::function<void()>>& candidates);
 

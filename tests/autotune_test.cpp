@@ -47,12 +47,19 @@ class Autotune : public ::testing::Test {
 TEST_F(Autotune, ChoosesTheFasterCandidateOnceAndRemembersIt) {
   int slow = 0, fast = 0;
   // 20 ms against 1 ms: no scheduler noise on a shared machine reverses a
-  // 20x gap over the median of five runs.
+  // 20x gap over the median of three runs.
   EXPECT_EQ(autotune::choose("op|a", 0, {sleeper(20, &slow), sleeper(1, &fast)}), 1u);
-  EXPECT_EQ(slow, 6);  // one warm-up, five timed
-  EXPECT_EQ(fast, 6);
+  EXPECT_EQ(slow, 4);  // one warm-up, three timed
+  EXPECT_EQ(fast, 4);
   EXPECT_EQ(autotune::choose("op|a", 0, {sleeper(20, &slow), sleeper(1, &fast)}), 1u);
-  EXPECT_EQ(slow + fast, 12);  // not measured again
+  EXPECT_EQ(slow + fast, 8);  // not measured again
+}
+
+TEST_F(Autotune, AHopelessCandidateStopsAfterOneTimedRun) {
+  int fast = 0, slow = 0;
+  EXPECT_EQ(autotune::choose("op|f", 1, {sleeper(1, &fast), sleeper(20, &slow)}), 0u);
+  EXPECT_EQ(fast, 4);
+  EXPECT_EQ(slow, 2);  // warm-up and one run 20x the best median
 }
 
 TEST_F(Autotune, ALaterProcessTakesTheChoiceFromTheCache) {
@@ -85,7 +92,7 @@ TEST_F(Autotune, AnUnreadableCacheIsMeasuredAnew) {
   autotune::forget();
   int a = 0, b = 0;
   EXPECT_EQ(autotune::choose("op|e", 0, {sleeper(20, &a), sleeper(1, &b)}), 1u);
-  EXPECT_EQ(a, 6);
+  EXPECT_EQ(a, 4);
 }
 
 // A wide layer (512 x 512 per member, where the forms differ most): the
