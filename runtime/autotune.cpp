@@ -1,18 +1,15 @@
 #include "runtime/autotune.h"
 
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <map>
 #include <mutex>
 #include <optional>
 
-#include "runtime/atomic_file.h"
+#include "runtime/measurement_cache.h"
 
 namespace hfta::autotune {
 namespace {
@@ -39,24 +36,9 @@ State& state() {
   return s;
 }
 
-std::string defaultCachePath() {
-  namespace fs = std::filesystem;
-  if (const char* own = std::getenv("HFTA_CACHE_DIR")) return (fs::path(own) / "forms.json").string();
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME")) return (fs::path(xdg) / "hfta" / "forms.json").string();
-  if (const char* home = std::getenv("HOME")) return (fs::path(home) / ".cache" / "hfta" / "forms.json").string();
-  return "";
-}
-
 std::string pathLocked(State& s) {
-  if (!s.cache_path) s.cache_path = defaultCachePath();
+  if (!s.cache_path) s.cache_path = cacheFile("forms.json");
   return *s.cache_path;
-}
-
-nlohmann::json readCache(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return nlohmann::json::object();
-  auto cache = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  return cache.is_object() ? cache : nlohmann::json::object();  // unreadable: measured anew
 }
 
 void loadLocked(State& s) {
@@ -64,26 +46,11 @@ void loadLocked(State& s) {
   s.loaded = true;
   const auto path = pathLocked(s);
   if (path.empty()) return;
-  const auto cache = readCache(path);  // (items() of a temporary would dangle)
+  const auto cache = readCacheFile(path);  // (items() of a temporary would dangle)
   for (const auto& [key, entry] : cache.items()) {
     if (entry.is_object() && entry.contains("form") && entry["form"].is_number_unsigned()) {
       s.chosen[key] = entry["form"].get<size_t>();
     }
-  }
-}
-
-// Adds one choice to the file (re-read first: another process may have
-// added its own).
-void saveLocked(State& s, const std::string& key, size_t form, const std::vector<double>& seconds) {
-  const auto path = pathLocked(s);
-  if (path.empty()) return;
-  auto cache = readCache(path);
-  cache[key] = {{"form", form}, {"median_seconds", seconds}};
-  try {
-    std::filesystem::create_directories(std::filesystem::path(path).parent_path());
-    writeFileAtomically(path, cache.dump(1) + "\n");
-  } catch (const std::exception&) {
-    // A cache that cannot be written costs the next process a measurement.
   }
 }
 
@@ -143,15 +110,7 @@ void forget() {
 }
 
 std::string machine(bool cuda) {
-  if (cuda) return "cuda";  // (the GPU's model is not told apart yet)
-  static const std::string processor = [] {
-    std::ifstream in("/proc/cpuinfo");
-    for (std::string line; std::getline(in, line);) {
-      if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-    }
-    return std::string("unknown processor");
-  }();
-  return processor;
+  return cuda ? "cuda" : processorModel();  // (the GPU's model is not told apart yet)
 }
 
 size_t choose(const std::string& key, size_t heuristic, const std::vector<std::function<void()>>& candidates) {
@@ -179,7 +138,9 @@ size_t choose(const std::string& key, size_t heuristic, const std::vector<std::f
   const size_t best = fastest.value_or(heuristic);
   std::lock_guard<std::mutex> lock(s.mutex);
   s.chosen[key] = best;
-  saveLocked(s, key, best, seconds);
+  if (const auto path = pathLocked(s); !path.empty()) {
+    updateCacheFile(path, key, {{"form", best}, {"median_seconds", seconds}});
+  }
   return best;
 }
 

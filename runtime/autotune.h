@@ -29,8 +29,8 @@ void setEnabled(bool on);
 // throws is never chosen (all throwing: `heuristic`).
 size_t choose(const std::string& key, size_t heuristic, const std::vector<std::function<void()>>& candidates);
 
-// The cache file: $HFTA_CACHE_DIR/forms.json, else $XDG_CACHE_HOME/hfta/,
-// else ~/.cache/hfta/; "" keeps choices in memory only.
+// The cache file: forms.json in hfta's cache folder (cacheFile(),
+// runtime/measurement_cache.h); "" keeps choices in memory only.
 std::string cachePath();
 void setCachePath(const std::string& path);
 // Forgets the choices held in memory (the file stays).

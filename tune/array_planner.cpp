@@ -8,13 +8,11 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <cstdlib>
-#include <filesystem>
 #include <fstream>
 #include <iterator>
 
 #include "passes/hfta/hfta.h"
-#include "runtime/atomic_file.h"
+#include "runtime/measurement_cache.h"
 #include "tune/trial_config.h"
 
 namespace hfta::tune {
@@ -34,16 +32,8 @@ uint64_t digest(const std::string& path) {
   return h;
 }
 
-std::string processor() {
-  std::ifstream in("/proc/cpuinfo");
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-  }
-  return "unknown processor";
-}
-
 std::string cacheKey(const train::RunConfig& config, int64_t cap) {
-  return fmt::format("{:016x}|{}|{}|{} threads|cap {}", digest(config.model), runKey(config), processor(),
+  return fmt::format("{:016x}|{}|{}|{} threads|cap {}", digest(config.model), runKey(config), processorModel(),
                      at::get_num_threads(), cap);
 }
 
@@ -98,35 +88,20 @@ std::vector<Measurement> fromJson(const nlohmann::json& saved) {
 
 }  // namespace
 
-std::string defaultPlanCache() {
-  namespace fs = std::filesystem;
-  fs::path dir;
-  if (const char* own = std::getenv("HFTA_CACHE_DIR")) {
-    dir = own;
-  } else if (const char* xdg = std::getenv("XDG_CACHE_HOME")) {
-    dir = fs::path(xdg) / "hfta";
-  } else if (const char* home = std::getenv("HOME")) {
-    dir = fs::path(home) / ".cache" / "hfta";
-  } else {
-    return "";
-  }
-  return (dir / "array_sizes.json").string();
-}
+std::string defaultPlanCache() { return cacheFile("array_sizes.json"); }
 
 ArrayPlan planArraySize(const train::RunConfig& config, int64_t cap, const std::string& cache) {
   const auto key = cacheKey(config, cap);
-  nlohmann::json plans = nlohmann::json::object();
   if (!cache.empty()) {
-    std::ifstream in(cache);
-    if (in) plans = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-    if (!plans.is_object()) plans = nlohmann::json::object();  // unreadable: measured anew
-    if (plans.contains(key) && plans[key].contains("measured") && plans[key]["measured"].is_array() &&
-        (plans[key]["measured"].empty() || plans[key]["measured"][0].size() == 3)) {
+    try {
+      const auto saved = readCacheFile(cache).at(key);
       ArrayPlan plan;
-      plan.array_size = plans[key].at("array_size").get<int64_t>();
-      plan.measured = fromJson(plans[key].at("measured"));
+      plan.array_size = saved.at("array_size").get<int64_t>();
+      plan.measured = fromJson(saved.at("measured"));
       plan.cached = true;
       return plan;
+    } catch (const nlohmann::json::exception&) {
+      // Not measured yet here, or unreadable: measured now.
     }
   }
   ArrayPlan plan;
@@ -148,13 +123,7 @@ ArrayPlan planArraySize(const train::RunConfig& config, int64_t cap, const std::
     if (rate < (1 + kMinGain) * previous || plan.measured.back().peak_mib > 0.25 * machineMib()) break;
   }
   if (!cache.empty()) {
-    plans[key] = {{"array_size", plan.array_size}, {"measured", toJson(plan.measured)}};
-    try {
-      std::filesystem::create_directories(std::filesystem::path(cache).parent_path());
-      writeFileAtomically(cache, plans.dump(2) + "\n");
-    } catch (const std::exception&) {
-      // A cache that cannot be written costs the next run a measurement, nothing more.
-    }
+    updateCacheFile(cache, key, {{"array_size", plan.array_size}, {"measured", toJson(plan.measured)}});
   }
   return plan;
 }

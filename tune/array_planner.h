@@ -44,8 +44,8 @@ struct ArrayPlan {
 // cache).
 ArrayPlan planArraySize(const train::RunConfig& config, int64_t cap, const std::string& cache);
 
-// Where the plans are cached: $HFTA_CACHE_DIR, else $XDG_CACHE_HOME/hfta,
-// else ~/.cache/hfta; the file array_sizes.json there.
+// Where the plans are cached: array_sizes.json in hfta's cache folder
+// (cacheFile(), runtime/measurement_cache.h).
 std::string defaultPlanCache();
 
 }  // namespace hfta::tune

@@ -55,8 +55,8 @@ std::vector<std::vector<int64_t>> balanced(const std::vector<int64_t>& trials, i
 
 std::string checkpointOf(const std::string& out, int64_t array) { return fmt::format("{}/arrays/{}", out, array); }
 
-// A numbered trial's arrays recorded in the journal: the line of each
-// finished array, a torn last line (a crash mid-write) left out.
+// The arrays the journal records as finished, by number; a torn last line
+// (a crash mid-write) left out.
 std::map<int64_t, nlohmann::json> readJournal(const std::string& path) {
   std::map<int64_t, nlohmann::json> arrays;
   std::ifstream in(path);
@@ -128,14 +128,15 @@ int64_t Tuner::arraySizeOf(int64_t group) {
 
 bool Tuner::run(const Log& log, const std::function<bool()>& stop) {
   // The algorithm asks for as many jobs as the first group's arrays hold.
-  const int64_t capacity = arraySizeOf(trial(0).group);
-  const auto& plan = plans_.count(0) ? plans_.at(0) : ArrayPlan{};
-  if (!plan.measured.empty()) {
+  const int64_t first_group = trial(0).group;
+  const int64_t capacity = arraySizeOf(first_group);
+  if (const auto plan = plans_.find(first_group); plan != plans_.end()) {  // measured, not given
     std::vector<std::string> rates;
-    for (const auto& m : plan.measured) {
+    for (const auto& m : plan->second.measured) {
       rates.push_back(fmt::format("B={} {:.0f}/s {:.0f} MiB", m.array_size, m.samples_per_second, m.peak_mib));
     }
-    log(fmt::format("array size {} ({}: {})", capacity, plan.cached ? "cached" : "measured", fmt::join(rates, ", ")));
+    log(fmt::format("array size {} ({}: {})", capacity, plan->second.cached ? "cached" : "measured",
+                    fmt::join(rates, ", ")));
   }
   for (auto jobs = algorithm_->next(capacity); !jobs.empty(); jobs = algorithm_->next(capacity)) {
     // Jobs of one group that start and end at the same epochs can share arrays.
@@ -173,20 +174,17 @@ bool Tuner::run(const Log& log, const std::function<bool()>& stop) {
 void Tuner::removeUnneededCheckpoints() const {
   if (options_.keep_checkpoints) return;
   auto done = [](const TrialRecord& t) { return t.status == "finished" || t.status.rfind("stopped", 0) == 0; };
-  std::set<std::string> needed;  // array folder names
+  std::set<std::string> needed;
   bool best_done_kept = false;
   for (const auto* t : ranked()) {  // best first
-    if (!done(*t) || !best_done_kept) needed.insert(fs::path(t->latest.checkpoint).filename().string());
+    if (!done(*t) || !best_done_kept) needed.insert(t->latest.checkpoint);
     if (done(*t)) best_done_kept = true;
   }
   // Only arrays this run has reached: a replay (--resume) must not remove
   // the checkpoints of the arrays it has yet to replay.
-  std::vector<fs::path> unneeded;
   for (const auto& a : arrays_) {
-    const auto name = std::to_string(a.id);
-    if (!needed.count(name)) unneeded.push_back(fs::path(options_.out) / "arrays" / name);
+    if (const auto where = checkpointOf(options_.out, a.id); !needed.count(where)) removeTree(where);
   }
-  for (const auto& path : unneeded) removeTree(path.string());
 }
 
 void Tuner::takeDecisions() {
@@ -238,7 +236,6 @@ bool Tuner::runArray(ArrayRecord& array, const Log& log, const std::function<boo
                             {"seconds", array.seconds}};
     entry["rows"] = nlohmann::json::array();
     for (const auto& r : rows) entry["rows"].push_back(rowToJson(r));
-    journal_[array.id] = entry;
     std::ofstream journal((fs::path(options_.out) / "journal.jsonl").string(), std::ios::app);
     journal << entry.dump() << "\n";
     journal.flush();

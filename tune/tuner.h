@@ -106,7 +106,7 @@ class Tuner {
   std::vector<ArrayRecord> arrays_;
   std::vector<Decision> decisions_;
   std::map<int64_t, ArrayPlan> plans_;
-  std::map<int64_t, nlohmann::json> journal_;  // finished arrays by number
+  std::map<int64_t, nlohmann::json> journal_;  // what an earlier run finished, by array: --resume replays it
 };
 
 }  // namespace hfta::tune
