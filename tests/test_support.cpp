@@ -23,6 +23,8 @@ ConvFormScope::ConvFormScope(std::string& kind) : previous_(ops::convForm()) {
   ops::setConvForm(ops::ConvForm::PerMember);
 }
 
+ConvFormScope::ConvFormScope(ops::ConvForm form) : previous_(ops::convForm()) { ops::setConvForm(form); }
+
 ConvFormScope::~ConvFormScope() { ops::setConvForm(previous_); }
 
 std::string modelPath(const std::string& name) { return modelsDir() + "/" + name; }

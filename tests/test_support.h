@@ -40,10 +40,12 @@ constexpr double kTrainedTolerance = kFloat32.trained;
 // A test kind with the suffix "+per-member-conv" runs every convolution as
 // B dense ones (a form hfta::conv may pick, mostly for wide layers; the
 // test models are narrow): the scope strips the suffix from `kind`, forces
-// that form, and puts the previous one back when it ends.
+// that form, and puts the previous one back when it ends. The second
+// constructor forces the form given.
 class ConvFormScope {
  public:
   explicit ConvFormScope(std::string& kind);
+  explicit ConvFormScope(ops::ConvForm form);
   ~ConvFormScope();
   ConvFormScope(const ConvFormScope&) = delete;
   ConvFormScope& operator=(const ConvFormScope&) = delete;
