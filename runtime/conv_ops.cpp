@@ -55,23 +55,67 @@ at::Tensor perMemberForm(const at::Tensor& input, const at::Tensor& weight, cons
   return at::cat(outputs, 1);
 }
 
-// Whether B convolutions of this shape run per member: as forced, else the
-// faster form measured here (forward and, where gradients are on, backward),
-// else the heuristic.
+std::vector<std::string> formNames(const std::vector<ConvForm>& forms) {
+  std::vector<std::string> names;
+  for (const auto form : forms) {
+    names.push_back(form == ConvForm::PerMember      ? "per-member"
+                    : form == ConvForm::ChannelsLast ? "channels-last"
+                                                     : "grouped");
+  }
+  return names;
+}
+
+// Whether a 2-D convolution's input is channels-last (and not contiguous
+// too, as one with a single channel or pixel is).
+bool channelsLast(const at::Tensor& t) {
+  return t.dim() == 4 && t.is_contiguous(at::MemoryFormat::ChannelsLast) && !t.is_contiguous();
+}
+
 template <typename ConvFn>
-bool runPerMember(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
-                  int64_t groups, ConvFn conv, const std::string& settings) {
+at::Tensor runForm(ConvForm form, const at::Tensor& input, const at::Tensor& weight,
+                   const std::optional<at::Tensor>& bias, int64_t groups, ConvFn conv) {
+  const auto flat_bias = flattened(bias);
+  switch (form) {
+    case ConvForm::PerMember:
+      return perMemberForm(input, weight, bias, groups, conv);
+    case ConvForm::ChannelsLast:
+      if (input.dim() == 4) {
+        return conv(input.contiguous(at::MemoryFormat::ChannelsLast),
+                    weight.flatten(0, 1).contiguous(at::MemoryFormat::ChannelsLast), flat_bias,
+                    groups * weight.size(0));
+      }
+      [[fallthrough]];  // (no channels-last layout for 1-D or 3-D convolutions)
+    default:
+      return conv(input, weight.flatten(0, 1), flat_bias, groups * weight.size(0));
+  }
+}
+
+// The form B convolutions of this shape run in: as forced, else the fastest
+// measured here (forward and, where gradients are on, backward; the
+// channels-last form's cost includes turning the input), else the
+// heuristic.
+template <typename ConvFn>
+ConvForm chooseForm(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
+                    int64_t groups, ConvFn conv, const std::string& settings) {
   const auto forced = forced_form.load();
-  if (forced != ConvForm::Chosen) return forced == ConvForm::PerMember;
-  const bool heuristic = heuristicPerMember(input, weight.size(2), weight.size(1));
+  if (forced != ConvForm::Chosen) return forced;
+  const auto heuristic =
+      heuristicPerMember(input, weight.size(2), weight.size(1)) ? ConvForm::PerMember : ConvForm::Grouped;
   if (!autotune::enabled()) return heuristic;
   const bool backward = at::GradMode::is_enabled() && !c10::InferenceMode::is_enabled();
-  const auto key = fmt::format("hfta::conv|in [{}]|weight [{}]|bias {}|groups {}|{}|{}|{}|{}|{}",
-                               fmt::join(input.sizes(), ","), fmt::join(weight.sizes(), ","), bias.has_value(), groups,
-                               settings, c10::toString(input.scalar_type()), input.device().str(),
-                               backward ? "forward+backward" : "forward", autotune::machine(input.is_cuda()));
-  auto candidate = [&](bool per_member) {
-    return std::function<void()>([&, per_member] {
+  const bool channels_last = channelsLast(input);
+  std::vector<ConvForm> forms{ConvForm::Grouped, ConvForm::PerMember};
+  // (a channels-last input runs channels-last as Grouped)
+  if (input.dim() == 4 && !channels_last) forms.push_back(ConvForm::ChannelsLast);
+  // The key names the forms timed, so a choice among others is not misread.
+  const auto key = fmt::format(
+      "hfta::conv|in [{}]{}|weight [{}]|bias {}|groups {}|{}|{}|{}|{}|forms {}|{}", fmt::join(input.sizes(), ","),
+      channels_last ? " channels-last" : "", fmt::join(weight.sizes(), ","), bias.has_value(), groups, settings,
+      c10::toString(input.scalar_type()), input.device().str(), backward ? "forward+backward" : "forward",
+      fmt::join(formNames(forms), ","), autotune::machine(input.is_cuda()));
+  std::vector<std::function<void()>> candidates;
+  for (const auto form : forms) {
+    candidates.emplace_back([&, form] {
       auto x = input.detach(), w = weight.detach();
       std::optional<at::Tensor> b = bias.has_value() && bias->defined() ? std::optional(bias->detach()) : std::nullopt;
       if (backward) {
@@ -79,14 +123,13 @@ bool runPerMember(const at::Tensor& input, const at::Tensor& weight, const std::
         w.requires_grad_();
         if (b) b->requires_grad_();
       }
-      const auto y = per_member
-                         ? perMemberForm(x, w, b, groups, conv)
-                         : conv(x, w.flatten(0, 1), b ? std::optional(b->view(-1)) : std::nullopt, groups * w.size(0));
+      const auto y = runForm(form, x, w, b, groups, conv);
       if (backward) y.sum().backward();
       if (y.is_cuda()) y.cpu();  // waits for the device
     });
-  };
-  return autotune::choose(key, heuristic ? 1 : 0, {candidate(false), candidate(true)}) == 1;
+  }
+  const size_t fallback = heuristic == ConvForm::PerMember ? 1 : 0;
+  return forms[autotune::choose(key, fallback, candidates)];
 }
 
 // Runs `conv(folded input, weight with members flattened into dim 0, flat
@@ -112,10 +155,8 @@ at::Tensor convolveMembers(const at::Tensor& input, const at::Tensor& weight, co
   }
   TORCH_CHECK(input.size(1) == members * in_channels, "hfta::conv: input ", input.sizes(), " has neither ", in_channels,
               " nor ", members, " x ", in_channels, " channels");
-  if (!transposed && runPerMember(input, weight, bias, groups, conv, settings)) {
-    return perMemberForm(input, weight, bias, groups, conv);
-  }
-  return conv(input, w, b, groups * members);
+  if (transposed) return conv(input, w, b, groups * members);
+  return runForm(chooseForm(input, weight, bias, groups, conv, settings), input, weight, bias, groups, conv);
 }
 
 }  // namespace

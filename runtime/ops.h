@@ -20,17 +20,22 @@ at::Tensor addmm(const at::Tensor& self, const at::Tensor& mat1, const at::Tenso
                  const at::Scalar& alpha);
 // Convolution per member: input channel-folded [N, B*C, *] or one input all
 // members share [N, C, *]; weight [B, out, in/groups, k...], bias [B, out].
-// One grouped convolution (groups * B) or B dense ones on the members'
-// channel slices, whichever convForm() picks for the shape;
+// One grouped convolution (groups * B), the same in the channels-last
+// layout, or B dense ones on the members' channel slices, whichever
+// convForm() picks for the shape;
 // a shared input with groups == 1 runs as one dense convolution with B*out
 // channels. Returns [N, B*out, *].
 at::Tensor conv(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
                 at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups);
 // How hfta::conv runs B convolutions on a channel-folded input: Chosen (the
-// default) times both forms for each shape on first use and keeps the
-// faster (runtime/autotune.h; with HFTA_AUTOTUNE=0 a heuristic that
-// conv_ops.cpp states); tests force one form or the other.
-enum class ConvForm { Chosen, Grouped, PerMember };
+// default) times the forms for each shape on first use and keeps the
+// fastest (runtime/autotune.h; with HFTA_AUTOTUNE=0 a heuristic that
+// conv_ops.cpp states); tests force one. Grouped runs in the layout the
+// input comes in; ChannelsLast turns a 2-D convolution's input and weight
+// channels-last first, and its output stays so: the ops after it run in
+// that layout, and a convolution that gets a channels-last input runs in it
+// as Grouped.
+enum class ConvForm { Chosen, Grouped, PerMember, ChannelsLast };
 ConvForm convForm();
 void setConvForm(ConvForm form);
 // The same with padding "same" or "valid".

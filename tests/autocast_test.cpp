@@ -20,6 +20,14 @@
 // A fused op that ran in another precision than the member's moves the
 // forward by the whole distance (the bug this test found in the fused
 // convolutions: twice what is allowed) and changes the output's dtype.
+// The channels-last convolution is another kernel: it rounds every output
+// on its own, as a member's own kernel does but independently of it, so
+// fused and alone need not be near each other beyond both being near
+// float32. There, and where the autotuner may pick that form (the kinds
+// without a suffix; ctest's fusion_heuristic_forms runs them with the
+// heuristic's forms and the bounds above), the test asks that the fused
+// member be at most twice as far from float32 as the member's own bfloat16
+// run (every bound: the member's distance doubled).
 #include "runtime/autocast.h"
 
 #include <fmt/format.h>
@@ -28,6 +36,7 @@
 #include <cmath>
 
 #include "passes/hfta/hfta.h"
+#include "runtime/autotune.h"
 #include "tests/test_support.h"
 
 namespace hfta {
@@ -68,20 +77,30 @@ Pass forwardBackward(torch::jit::Module& module, const at::Tensor& x, bool amp, 
 double largest(const at::Tensor& t) { return t.abs().max().item<double>(); }
 double distance(const at::Tensor& a, const at::Tensor& b) { return largest(a.to(at::kDouble) - b.to(at::kDouble)); }
 
-// Member b of `fused` against `alone` (autocast) and `exact` (float32).
+// Member b of `fused` against `alone` (autocast) and `exact` (float32);
+// `independent`: the fused kernels round independently of the member's.
 void expectLikeAlone(const std::string& what, const at::Tensor& fused, const at::Tensor& alone, const at::Tensor& exact,
-                     double ulps, double of_distance) {
+                     double ulps, double of_distance, bool independent) {
   EXPECT_EQ(fused.scalar_type(), alone.scalar_type()) << what;
-  const double allowed = std::max(ulps * ulp(largest(exact)), of_distance * distance(alone, exact));
-  EXPECT_LE(distance(fused, alone), allowed)
-      << what << " (bfloat16 itself moves it by " << distance(alone, exact) << ")";
+  const double moved = distance(alone, exact);
+  if (independent) {
+    EXPECT_LE(distance(fused, exact), std::max(ulps * ulp(largest(exact)), 2 * moved))
+        << what << " (bfloat16 itself moves it by " << moved << ")";
+    return;
+  }
+  EXPECT_LE(distance(fused, alone), std::max(ulps * ulp(largest(exact)), of_distance * moved))
+      << what << " (bfloat16 itself moves it by " << moved << ")";
 }
 
 // A kind with the suffix "+per-member-conv" runs every convolution as B
-// dense ones (testing::ConvFormScope).
+// dense ones, "+channels-last-conv" as one channels-last grouped one
+// (testing::ConvFormScope).
 class AutocastEquivalence : public ::testing::TestWithParam<std::string> {
  protected:
   std::string kind_ = GetParam();
+  // (before conv_form_ strips the suffix from kind_)
+  const bool independent_ = kind_.find("+channels-last-conv") != std::string::npos ||
+                            (kind_.find('+') == std::string::npos && autotune::enabled());
   testing::ConvFormScope conv_form_{kind_};
 };
 
@@ -110,7 +129,7 @@ TEST_P(AutocastEquivalence, EachMemberComputesWhatItComputesAloneInBfloat16) {
     }
     const auto& [alone, exact] = std::tie(pass[0], pass[1]);
     const std::string who = fmt::format("{} member {}", kind_, b);
-    expectLikeAlone(who + " forward", fused_pass.output[b], alone.output, exact.output, 2, 0.5);
+    expectLikeAlone(who + " forward", fused_pass.output[b], alone.output, exact.output, 2, 0.5, independent_);
     double largest_grad = 0, grad_distance = 0;
     for (const auto& [name, g] : exact.grads) {
       largest_grad = std::max(largest_grad, largest(g));
@@ -120,7 +139,8 @@ TEST_P(AutocastEquivalence, EachMemberComputesWhatItComputesAloneInBfloat16) {
     for (const auto& [name, g] : fused_pass.grads) {
       ASSERT_TRUE(g.defined()) << who << " " << name;
       EXPECT_EQ(g.scalar_type(), alone.grads.at(name).scalar_type()) << who << " " << name;
-      EXPECT_LE(distance(g[b], alone.grads.at(name)), std::max(4 * ulp(largest_grad), grad_distance))
+      const auto& theirs = independent_ ? exact.grads.at(name) : alone.grads.at(name);
+      EXPECT_LE(distance(g[b], theirs), std::max(4 * ulp(largest_grad), (independent_ ? 2 : 1) * grad_distance))
           << who << " gradient of " << name;
     }
     for (const auto& [name, buffer] : fused_pass.buffers) {
@@ -128,7 +148,8 @@ TEST_P(AutocastEquivalence, EachMemberComputesWhatItComputesAloneInBfloat16) {
         EXPECT_TRUE(buffer[b].equal(alone.buffers.at(name))) << who << " " << name;
         continue;
       }
-      expectLikeAlone(who + " " + name, buffer[b], alone.buffers.at(name), exact.buffers.at(name), 2, 0.5);
+      expectLikeAlone(who + " " + name, buffer[b], alone.buffers.at(name), exact.buffers.at(name), 2, 0.5,
+                      independent_);
     }
     // Eval mode: the statistics (and PyTorch's fast attention paths).
     std::vector<at::Tensor> eval;
@@ -138,7 +159,7 @@ TEST_P(AutocastEquivalence, EachMemberComputesWhatItComputesAloneInBfloat16) {
       member[i].eval();
       eval.push_back(firstOutput(member[i].forward({x[b]})));
     }
-    expectLikeAlone(who + " eval forward", fused_eval[b], eval[0], eval[1], 2, 0.5);
+    expectLikeAlone(who + " eval forward", fused_eval[b], eval[0], eval[1], 2, 0.5, independent_);
   }
 }
 
@@ -149,7 +170,9 @@ INSTANTIATE_TEST_SUITE_P(MlpAndCnnFamilies, AutocastEquivalence,
 INSTANTIATE_TEST_SUITE_P(VisionNetworks, AutocastEquivalence,
                          ::testing::Values("resnet18", "mobilenet_v2", "pointnet_cls", "pointnet_seg", "dcgan_g",
                                            "dcgan_d", "resnet18+per-member-conv", "mobilenet_v2+per-member-conv",
-                                           "pointnet_cls+per-member-conv", "dcgan_d+per-member-conv"));
+                                           "pointnet_cls+per-member-conv", "dcgan_d+per-member-conv",
+                                           "resnet18+channels-last-conv", "mobilenet_v2+channels-last-conv",
+                                           "dcgan_d+channels-last-conv"));
 
 INSTANTIATE_TEST_SUITE_P(Transformers, AutocastEquivalence,
                          ::testing::Values("lm_tiny_f32", "bert_tiny_f32", "mha_weights_padding_causal",

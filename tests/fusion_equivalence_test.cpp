@@ -51,7 +51,8 @@ void trainFused(torch::jit::Module& fused, const Reference& ref) {
 }
 
 // A kind with the suffix "+per-member-conv" runs every convolution as B
-// dense ones (testing::ConvFormScope).
+// dense ones, "+channels-last-conv" as one channels-last grouped one
+// (testing::ConvFormScope).
 class FusionEquivalence : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
@@ -139,13 +140,16 @@ TEST_P(FusionEquivalence, StateDictNamesAreTheMembersWithStackedShapes) {
 INSTANTIATE_TEST_SUITE_P(MlpFamilies, FusionEquivalence,
                          ::testing::Values("mlp", "mlp_seed10", "wide", "wide_seed20", "fallback", "lenet", "resblock",
                                            "resblock_seed30", "pointnet", "generator", "zoo", "lenet_traced",
-                                           "generator_traced"));
+                                           "generator_traced", "lenet+channels-last-conv",
+                                           "resblock+channels-last-conv", "zoo+channels-last-conv"));
 
 // The published CNNs of examples/vision.py at small widths, 3 members.
 INSTANTIATE_TEST_SUITE_P(VisionNetworks, FusionEquivalence,
                          ::testing::Values("resnet18", "mobilenet_v2", "pointnet_cls", "pointnet_seg", "dcgan_g",
                                            "dcgan_d", "resnet18+per-member-conv", "mobilenet_v2+per-member-conv",
-                                           "pointnet_cls+per-member-conv", "dcgan_d+per-member-conv"));
+                                           "pointnet_cls+per-member-conv", "dcgan_d+per-member-conv",
+                                           "resnet18+channels-last-conv", "mobilenet_v2+channels-last-conv",
+                                           "dcgan_d+channels-last-conv"));
 
 // The Transformers (tests/python/make_text_models.py): the word LM and BERT
 // of examples/text.py, nn.MultiheadAttention and nn.TransformerEncoder

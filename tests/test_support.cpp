@@ -17,10 +17,13 @@ std::string modelsDir() {
 }
 
 ConvFormScope::ConvFormScope(std::string& kind) : previous_(ops::convForm()) {
-  const auto suffix = kind.find("+per-member-conv");
-  if (suffix == std::string::npos) return;
-  kind.erase(suffix);
-  ops::setConvForm(ops::ConvForm::PerMember);
+  for (const auto& [suffix, form] : {std::pair{"+per-member-conv", ops::ConvForm::PerMember},
+                                     std::pair{"+channels-last-conv", ops::ConvForm::ChannelsLast}}) {
+    const auto at = kind.find(suffix);
+    if (at == std::string::npos) continue;
+    kind.erase(at);
+    ops::setConvForm(form);
+  }
 }
 
 ConvFormScope::ConvFormScope(ops::ConvForm form) : previous_(ops::convForm()) { ops::setConvForm(form); }

@@ -38,10 +38,11 @@ constexpr double kGradientTolerance = kFloat32.gradient;
 constexpr double kTrainedTolerance = kFloat32.trained;
 
 // A test kind with the suffix "+per-member-conv" runs every convolution as
-// B dense ones (a form hfta::conv may pick, mostly for wide layers; the
-// test models are narrow): the scope strips the suffix from `kind`, forces
-// that form, and puts the previous one back when it ends. The second
-// constructor forces the form given.
+// B dense ones, one with "+channels-last-conv" as a grouped one in the
+// channels-last layout (forms hfta::conv may pick by timing: the test
+// models are narrow, and the tests must see every form): the scope strips
+// the suffix from `kind`, forces that form, and puts the previous one back
+// when it ends. The second constructor forces the form given.
 class ConvFormScope {
  public:
   explicit ConvFormScope(std::string& kind);
