@@ -11,8 +11,11 @@ the B members, after warm-up, for:
   dense       one member at batch B x N (the ceiling fusion approaches)
 The ways run in alternating rounds (every way once per round, the order
 kept), so that machine noise hits them alike; the median round counts.
-Writes OUT/results.csv, OUT/results.md and OUT/throughput.png (throughput
-relative to serial, against B, one panel per model).
+Memory: the peak of tensor memory while training (bench/peak_memory.h: ATen's
+CPU allocator counted, or CUDA's max_memory_allocated) of the fused array
+against B times one member's, each in a process of its own.
+Writes OUT/results.csv, OUT/memory.csv, OUT/results.md and OUT/throughput.png
+(throughput relative to serial, against B, one panel per model).
 
 .venv/bin/python bench/throughput.py --quick                 # a sanity run, < 5 minutes on 2 cores
 .venv/bin/python bench/throughput.py --out bench/results/cpu # every model and B
@@ -81,10 +84,12 @@ def measure(args, model, array_size, workdir):
         subprocess.run([os.path.join(args.build, "tools", "hfta-fuse"), *members, "-o", fused_path], check=True,
                        stdout=subprocess.DEVNULL)
         fused = ["--fused", fused_path]
-    common = ["--batch", str(batch), "--input-shape", shape, "--rounds", "1", "--steps", str(steps),
-              "--warmup", str(args.warmup), "--device", args.device] + (["--amp", args.amp] if args.amp else [])
-    if model in TOKENS:
-        common += ["--tokens", str(TOKENS[model])]
+    def settings(steps, warmup):
+        timed = ["--batch", str(batch), "--input-shape", shape, "--rounds", "1", "--steps", str(steps),
+                 "--warmup", str(warmup), "--device", args.device] + (["--amp", args.amp] if args.amp else [])
+        return timed + (["--tokens", str(TOKENS[model])] if model in TOKENS else [])
+
+    common = settings(steps, args.warmup)
     train_modes = os.path.join(args.build, "bench", "train_modes")
     modes = [m for m in MODES if m in args.modes]
     rates = {m: [] for m in modes}
@@ -131,10 +136,45 @@ def measure(args, model, array_size, workdir):
             for m in python_modes:
                 if m in result:
                     rates[m] += result[m]["samples_per_s"]
-    return {m: v for m, v in rates.items() if v}
+    rates = {m: v for m, v in rates.items() if v}
+    memory = None
+    if args.memory and "hfta" in modes:
+        # One step after one warm-up (the peak is a step's), each way alone in its process.
+        peak = {}
+        for way, files in (("hfta", members + fused), ("single", members[:1])):
+            result = run_json([train_modes, *files, "--modes", way, *settings(1, 1), "--threads", str(args.threads),
+                               "--memory"])
+            peak[way] = result["memory"]["peak_bytes"]
+        memory = {"hfta_bytes": peak["hfta"], "member_bytes": peak["single"],
+                  "ratio": peak["hfta"] / (array_size * peak["single"])}
+    return rates, memory
 
 
-def write_outputs(args, rows, environment):
+def processor(device):
+    """The GPU's or the processor's model name, as hfta's caches name it."""
+    import torch
+    if device.startswith("cuda"):
+        return torch.cuda.get_device_name()
+    with open("/proc/cpuinfo") as f:
+        return next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "unknown processor")
+
+
+def memory_lines(args, memories):
+    """memory.csv, and the lines of its table in results.md."""
+    with open(os.path.join(args.out, "memory.csv"), "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["model", "B", "hfta_bytes", "member_bytes", "hfta_vs_B_members"])
+        for m in memories:
+            writer.writerow([m["model"], m["B"], m["hfta_bytes"], m["member_bytes"], f"{m['ratio']:.3f}"])
+    mib = 2.0 ** 20
+    return ["", "Peak tensor memory while training (one step after one warm-up, each in its own process): the fused "
+            "array against B times one member alone.", "",
+            "| model | B | hfta MiB | one member MiB | hfta / (B x member) |", "| --- | --- | --- | --- | --- |"] + [
+        f"| {m['model']} | {m['B']} | {m['hfta_bytes'] / mib:.1f} | {m['member_bytes'] / mib:.2f} | {m['ratio']:.3f} |"
+        for m in memories]
+
+
+def write_outputs(args, rows, memories, environment):
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "results.csv"), "w", newline="") as f:
         writer = csv.writer(f)
@@ -152,6 +192,8 @@ def write_outputs(args, rows, environment):
         lines.append(f"| {model} | {b} | {next(iter(cells.values()))['batch']} | " +
                      " | ".join(f"{cells[m]['rate']:.0f} ({cells[m]['ratio']:.2f}x)" if m in cells else "fails"
                                 for m in modes) + " |")
+    if memories:
+        lines += memory_lines(args, memories)
     with open(os.path.join(args.out, "results.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     print("\n".join(lines))
@@ -197,6 +239,8 @@ def main():
     parser.add_argument("--amp", nargs="?", const="bfloat16", choices=["bfloat16", "float16"],
                         help="autocast in every way: bfloat16 (the default), or float16 with loss scaling (a scale "
                              "per member in hfta and eager, one for the array in vmap)")
+    parser.add_argument("--no-memory", dest="memory", action="store_false",
+                        help="leave out the memory columns (two more processes per model and B)")
     parser.add_argument("--quick", action="store_true", help="the small models at B = 1 and 8, 2 rounds")
     parser.add_argument("--build", default=os.path.join(ROOT, "build"))
     parser.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "latest"))
@@ -209,9 +253,9 @@ def main():
         parser.error(f"unknown model {unknown[0]}: use {', '.join(MODELS)}")
     args.modes = args.modes.split(",")
     import torch
-    environment = (f"Device {args.device}{f' ({args.amp} autocast)' if args.amp else ''}, {args.threads} threads, "
-                   f"torch {torch.__version__}, {time.strftime('%Y-%m-%d')}.")
-    rows = []
+    environment = (f"Device {args.device} ({processor(args.device)}){f', {args.amp} autocast' if args.amp else ''}, "
+                   f"{args.threads} threads, torch {torch.__version__}, {time.strftime('%Y-%m-%d')}.")
+    rows, memories = [], []
     started = time.time()
     for model in models:
         arrays = QUICK["arrays"] if args.quick else MODELS[model][2]
@@ -219,7 +263,9 @@ def main():
             arrays = [int(b) for b in args.arrays.split(",")]
         for b in arrays:
             with tempfile.TemporaryDirectory() as workdir:
-                rates = measure(args, model, b, workdir)
+                rates, memory = measure(args, model, b, workdir)
+            if memory:
+                memories.append({"model": model, "B": b, **memory})
             serial = statistics.median(rates["serial"]) if "serial" in rates else float("nan")
             for mode, values in rates.items():
                 rate = statistics.median(values)
@@ -227,7 +273,7 @@ def main():
                              "ratio": rate / serial, "rounds": values})
             print(f"[{time.time() - started:6.0f} s] {model} B={b}: " +
                   ", ".join(f"{m} {statistics.median(v):.0f}/s" for m, v in rates.items()), flush=True)
-    write_outputs(args, rows, environment)
+    write_outputs(args, rows, memories, environment)
 
 
 if __name__ == "__main__":

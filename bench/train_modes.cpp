@@ -16,7 +16,10 @@
 //
 //   train_modes MEMBER.pt... --modes serial,hfta,dense [--fused F.pt] [--batch N]
 //       [--input-shape 3,32,32] [--rounds R] [--steps S] [--warmup W] [--threads T]
-//       [--device cpu|cuda] [--amp bfloat16|float16] [--tokens V]
+//       [--device cpu|cuda] [--amp bfloat16|float16] [--tokens V] [--memory]
+//       [--executor default|profiling|simple]
+// --memory adds the peak of tensor memory the process held (bench/peak_memory.h):
+// meaningful with one way per process.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -30,6 +33,7 @@
 #include <functional>
 #include <map>
 
+#include "bench/peak_memory.h"
 #include "passes/hfta/hfta.h"
 #include "runtime/allocator.h"
 #include "runtime/autocast.h"
@@ -54,6 +58,10 @@ double wallSeconds() {
 struct Way {
   std::function<void()> step;
   int64_t samples_per_step;
+  // TorchScript's profiling executor (PyTorch's default: the serial and
+  // single ways, scripted members as a user runs them), or the graph as it
+  // is with eager autograd (what hfta-train runs: hfta, and the dense bound).
+  bool profiling_executor;
 };
 
 // A model's output, or the first of its outputs (PointNet also returns its
@@ -111,7 +119,8 @@ int main(int argc, char** argv) {
   int64_t batch = 32;
   int rounds = 3, steps = 5, warmup = 3, threads = 0;
   std::string amp;
-  bool simple_executor = false;
+  bool memory = false;
+  std::string executor = "default";
   app.add_option("members", paths, "the B member files")->required();
   app.add_option("--modes", modes, "serial, hfta, dense, single (comma-separated)")->delimiter(',')->required();
   app.add_option("--fused", fused_path, "hfta: the fused module from hfta-fuse (default: fuse the members here)");
@@ -125,18 +134,27 @@ int main(int argc, char** argv) {
   app.add_option("--device", device_name, "cpu or cuda");
   app.add_option("--amp", amp, "autocast's dtype: bfloat16, or float16 (with loss scaling)")
       ->check(CLI::IsMember({"bfloat16", "float16"}));
-  app.add_flag("--simple-executor", simple_executor,
-               "run TorchScript without the profiling executor's optimizations (eager autograd per op)");
+  app.add_option("--executor", executor,
+                 "default (serial and single under TorchScript's profiling executor, hfta and dense as hfta-train runs "
+                 "them: the graph as it is, eager autograd), or profiling or simple for every way")
+      ->check(CLI::IsMember({"default", "profiling", "simple"}));
+  app.add_flag("--memory", memory, "report the peak of tensor memory held (one way per process)");
   CLI11_PARSE(app, argc, argv);
 
   try {
     if (threads > 0) at::set_num_threads(threads);
-    if (simple_executor) torch::jit::setGraphExecutorOptimize(false);
+    if (memory) hfta::bench::PeakMemory::watchCpu();
     const torch::Device device(device_name);
     const bool cuda = device.is_cuda();
     if (cuda && !torch::cuda::is_available()) throw hfta::UserError("--device cuda: no CUDA device here");
-    auto members = hfta::loadMembers(paths);
-    const auto array_size = static_cast<int64_t>(members.size());
+    const auto array_size = static_cast<int64_t>(paths.size());
+    // The member modules, loaded only by the ways that train them (not
+    // counted against the others' memory).
+    std::vector<hfta::Member> members;
+    auto loadedMembers = [&]() -> std::vector<hfta::Member>& {
+      if (members.empty()) members = hfta::loadMembers(paths);
+      return members;
+    };
     std::vector<int64_t> sample(input_shape);
     auto input = [&](std::vector<int64_t> leading) {
       leading.insert(leading.end(), sample.begin(), sample.end());
@@ -167,11 +185,13 @@ int main(int argc, char** argv) {
     std::unique_ptr<hfta::optim::FusedSGD> fused_sgd;
     std::unique_ptr<torch::optim::SGD> dense_sgd;
     at::Tensor fused_target, dense_target;
-    const auto x = input({array_size, batch});
+    const bool array_input =
+        std::count(modes.begin(), modes.end(), "serial") || std::count(modes.begin(), modes.end(), "hfta");
+    const auto x = array_input ? input({array_size, batch}) : at::Tensor();
     const auto sgd = torch::optim::SGDOptions(kLr).momentum(kMomentum);
     for (const auto& mode : modes) {
       if (mode == "serial") {
-        for (auto& m : members) {  // (hfta::fuse copies into stacked tensors: these stay separate)
+        for (auto& m : loadedMembers()) {  // (hfta::fuse copies into stacked tensors: these stay separate)
           serial_modules.push_back(m.module);
           serial_modules.back().to(device);
           serial_sgd.push_back(std::make_unique<torch::optim::SGD>(parametersOf(serial_modules.back()), sgd));
@@ -183,12 +203,12 @@ int main(int argc, char** argv) {
                           serial_scalers[b].step(*serial_sgd[b], serial_sgd[b]->param_groups()[0].params());
                         }
                       },
-                      array_size * batch};
+                      array_size * batch, /*profiling_executor=*/true};
       } else if (mode == "hfta") {
         hfta::FuseOptions fuse_options;
         fuse_options.allow_single_member = true;  // B = 1: the fused form of one member
-        fused =
-            fused_path.empty() ? hfta::fuse(members, fuse_options).module : hfta::loadMembers({fused_path})[0].module;
+        fused = fused_path.empty() ? hfta::fuse(loadedMembers(), fuse_options).module
+                                   : hfta::loadMembers({fused_path})[0].module;
         fused.to(device);
         hfta::optim::SGDOptions options;
         options.lr = kLr;
@@ -210,7 +230,7 @@ int main(int argc, char** argv) {
                           fused_sgd->step();
                         }
                       },
-                      array_size * batch};
+                      array_size * batch, /*profiling_executor=*/false};
       } else if (mode == "dense" || mode == "single") {
         const int64_t n = mode == "dense" ? array_size * batch : batch;
         dense = hfta::loadMembers({paths[0]})[0].module;
@@ -222,13 +242,15 @@ int main(int argc, char** argv) {
                         dense_scaler.scale(mse(forward(dense, dense_x), dense_target)).backward();
                         dense_scaler.step(*dense_sgd, dense_sgd->param_groups()[0].params());
                       },
-                      n};
+                      n, /*profiling_executor=*/mode == "single"};
       } else {
         throw hfta::UserError(fmt::format("unknown mode {}: use serial, hfta, dense or single", mode));
       }
     }
 
     auto run = [&](const Way& way, int count) {
+      const torch::jit::GraphOptimizerEnabledGuard executor_setting(executor == "default" ? way.profiling_executor
+                                                                                          : executor == "profiling");
       for (int i = 0; i < count; ++i) way.step();
       if (cuda) torch::cuda::synchronize();
     };
@@ -246,6 +268,7 @@ int main(int argc, char** argv) {
         entry["samples"].push_back(ways.at(mode).samples_per_step * steps);
       }
     }
+    if (memory) result["memory"] = {{"peak_bytes", hfta::bench::PeakMemory::peakBytes(device)}};
     fmt::print("{}\n", result.dump());
     return 0;
   } catch (const hfta::UserError& e) {

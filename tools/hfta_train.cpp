@@ -139,6 +139,9 @@ int main(int argc, char** argv) {
                "on the CPU, float16 with a loss scale per member on CUDA");
   app.add_option("--amp-dtype", amp_dtype,
                  "bfloat16 or float16 (float16 scales each member's loss by its own scale; bfloat16 needs none)");
+  app.add_flag("--profiling-executor", options.profiling_executor,
+               "run the fused graph under TorchScript's profiling executor (PyTorch's default; by default it runs "
+               "as it is, with eager autograd: faster for fused graphs)");
   app.add_flag("--eval", config.eval,
                "after training, each member's top-1 and top-5 accuracy on the data set's test split (CIFAR-10's "
                "test_batch.bin, MNIST's t10k files), else on the held-out samples");

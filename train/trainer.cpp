@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <torch/csrc/jit/runtime/graph_executor.h>
 
 #include <chrono>
 #include <cmath>
@@ -101,6 +102,7 @@ at::Tensor Trainer::forward(const at::Tensor& input, const Dataset& data) {
   try {
     const AutocastGuard autocast(options_.device.type(), options_.amp.value_or(at::kBFloat16),
                                  options_.amp.has_value());
+    const torch::jit::GraphOptimizerEnabledGuard executor(options_.profiling_executor);
     output = module_.forward({input});
   } catch (const std::exception& fused_error) {  // c10::Error, or torch::jit::JITException from TorchScript code
     // Member 0 alone on its batch says what is wrong in the user's terms; if
