@@ -130,6 +130,7 @@ def main():
     if args.threads > 0:
         torch.set_num_threads(args.threads)
     device = torch.device(args.device)
+    torch.backends.cudnn.benchmark = device.type == "cuda"  # every way, as hfta-train runs
     shape = [int(s) for s in args.input_shape.split(",")]
     if args.tokens:  # token ids for the text models
         x = torch.randint(args.tokens, [args.members, args.batch, *shape], device=device)

@@ -11,6 +11,9 @@ the B members, after warm-up, for:
   dense       one member at batch B x N (the ceiling fusion approaches)
 The ways run in alternating rounds (every way once per round, the order
 kept), so that machine noise hits them alike; the median round counts.
+Forms: which form the autotuner (runtime/autotune.h) chose for each fused
+convolution shape of each model, measured afresh in OUT/hfta-cache (or
+kept in $HFTA_CACHE_DIR when set), in OUT/forms.csv and results.md.
 Memory: the peak of tensor memory while training (bench/peak_memory.h: ATen's
 CPU allocator counted, or CUDA's max_memory_allocated) of the fused array
 against B times one member's, each in a process of its own.
@@ -26,6 +29,7 @@ import argparse
 import csv
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -150,6 +154,37 @@ def measure(args, model, array_size, workdir):
     return rates, memory
 
 
+def cached_forms():
+    """{key: chosen form name} of the autotuner's cache (runtime/autotune.h)."""
+    path = os.path.join(ENV["HFTA_CACHE_DIR"], "forms.json")
+    if not os.path.exists(path):
+        return {}
+    with open(path) as f:
+        entries = json.load(f)
+    forms = {}
+    for key, entry in entries.items():
+        names = next((part[len("forms "):].split(",") for part in key.split("|") if part.startswith("forms ")), None)
+        if names and isinstance(entry, dict) and entry.get("form", -1) < len(names):
+            forms[key] = names[entry["form"]]
+    return forms
+
+
+def forms_lines(args, chosen):
+    """forms.csv, and the lines of its table in results.md: per model, how many convolution shapes took each form."""
+    names = ["grouped", "per-member", "channels-last"]
+    with open(os.path.join(args.out, "forms.csv"), "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["model", "key", "form"])
+        for model, forms in chosen.items():
+            for key, form in sorted(forms.items()):
+                writer.writerow([model, key, form])
+    return ["", "Forms the autotuner chose (convolution shapes of each model, every B and way measured; "
+            "forms.csv has each shape):", "",
+            "| model | " + " | ".join(names) + " |", "|" + " --- |" * (1 + len(names))] + [
+        f"| {model} | " + " | ".join(str(sum(1 for f in forms.values() if f == n)) for n in names) + " |"
+        for model, forms in chosen.items() if forms]
+
+
 def processor(device):
     """The GPU's or the processor's model name, as hfta's caches name it."""
     import torch
@@ -174,7 +209,7 @@ def memory_lines(args, memories):
         for m in memories]
 
 
-def write_outputs(args, rows, memories, environment):
+def write_outputs(args, rows, memories, chosen, environment):
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "results.csv"), "w", newline="") as f:
         writer = csv.writer(f)
@@ -194,6 +229,8 @@ def write_outputs(args, rows, memories, environment):
                                 for m in modes) + " |")
     if memories:
         lines += memory_lines(args, memories)
+    if any(chosen.values()):
+        lines += forms_lines(args, chosen)
     with open(os.path.join(args.out, "results.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     print("\n".join(lines))
@@ -255,12 +292,16 @@ def main():
     import torch
     environment = (f"Device {args.device} ({processor(args.device)}){f', {args.amp} autocast' if args.amp else ''}, "
                    f"{args.threads} threads, torch {torch.__version__}, {time.strftime('%Y-%m-%d')}.")
-    rows, memories = [], []
+    rows, memories, chosen = [], [], {}
+    if "HFTA_CACHE_DIR" not in os.environ:  # this run's own choices, measured afresh
+        ENV["HFTA_CACHE_DIR"] = os.path.join(os.path.abspath(args.out), "hfta-cache")
+        shutil.rmtree(ENV["HFTA_CACHE_DIR"], ignore_errors=True)
     started = time.time()
     for model in models:
         arrays = QUICK["arrays"] if args.quick else MODELS[model][2]
         if args.arrays:
             arrays = [int(b) for b in args.arrays.split(",")]
+        known = cached_forms()
         for b in arrays:
             with tempfile.TemporaryDirectory() as workdir:
                 rates, memory = measure(args, model, b, workdir)
@@ -273,7 +314,8 @@ def main():
                              "ratio": rate / serial, "rounds": values})
             print(f"[{time.time() - started:6.0f} s] {model} B={b}: " +
                   ", ".join(f"{m} {statistics.median(v):.0f}/s" for m, v in rates.items()), flush=True)
-    write_outputs(args, rows, memories, environment)
+        chosen[model] = {k: v for k, v in cached_forms().items() if k not in known}
+    write_outputs(args, rows, memories, chosen, environment)
 
 
 if __name__ == "__main__":

@@ -147,6 +147,7 @@ int main(int argc, char** argv) {
     const torch::Device device(device_name);
     const bool cuda = device.is_cuda();
     if (cuda && !torch::cuda::is_available()) throw hfta::UserError("--device cuda: no CUDA device here");
+    if (cuda) at::globalContext().setBenchmarkCuDNN(true);  // every way, as hfta-train runs
     const auto array_size = static_cast<int64_t>(paths.size());
     // The member modules, loaded only by the ways that train them (not
     // counted against the others' memory).

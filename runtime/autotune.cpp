@@ -1,6 +1,9 @@
 #include "runtime/autotune.h"
 
 #include <nlohmann/json.hpp>
+#ifdef HFTA_WITH_CUDA
+#include <ATen/cuda/CUDAContext.h>
+#endif
 
 #include <algorithm>
 #include <chrono>
@@ -109,8 +112,13 @@ void forget() {
   s.chosen.clear();
 }
 
-std::string machine(bool cuda) {
-  return cuda ? "cuda" : processorModel();  // (the GPU's model is not told apart yet)
+std::string machine(const c10::Device& device) {
+  if (!device.is_cuda()) return processorModel();
+#ifdef HFTA_WITH_CUDA
+  return at::cuda::getDeviceProperties(device.has_index() ? device.index() : at::cuda::current_device())->name;
+#else
+  return "cuda";  // (a build without CUDA runs nothing there)
+#endif
 }
 
 size_t choose(const std::string& key, size_t heuristic, const std::vector<std::function<void()>>& candidates) {

@@ -7,9 +7,15 @@
 //
 //   size_t form = autotune::choose(key, heuristic, {runGrouped, runPerMember});
 //
+// On CUDA the candidates run with cuDNN's algorithm choice as the caller
+// has set it (hfta-train turns on its benchmark mode: the warm-up run is
+// where cuDNN benchmarks, the timed runs use its pick).
+//
 // HFTA_AUTOTUNE=0 turns measurement off: every op takes its documented
 // heuristic. A choice never changes a result beyond float rounding: the
 // candidates compute the same function.
+#include <c10/core/Device.h>
+
 #include <functional>
 #include <string>
 #include <vector>
@@ -37,6 +43,6 @@ void setCachePath(const std::string& path);
 void forget();
 
 // What the machine is, for keys: the processor's model name, or the GPU's.
-std::string machine(bool cuda);
+std::string machine(const c10::Device& device);
 
 }  // namespace hfta::autotune

@@ -112,7 +112,7 @@ ConvForm chooseForm(const at::Tensor& input, const at::Tensor& weight, const std
       "hfta::conv|in [{}]{}|weight [{}]|bias {}|groups {}|{}|{}|{}|{}|forms {}|{}", fmt::join(input.sizes(), ","),
       channels_last ? " channels-last" : "", fmt::join(weight.sizes(), ","), bias.has_value(), groups, settings,
       c10::toString(input.scalar_type()), input.device().str(), backward ? "forward+backward" : "forward",
-      fmt::join(formNames(forms), ","), autotune::machine(input.is_cuda()));
+      fmt::join(formNames(forms), ","), autotune::machine(input.device()));
   std::vector<std::function<void()>> candidates;
   for (const auto form : forms) {
     candidates.emplace_back([&, form] {

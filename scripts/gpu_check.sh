@@ -21,6 +21,8 @@ deps="$PWD/.gpu-deps/root/usr"
 export LD_LIBRARY_PATH="$deps/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 out="${OUT:-build-gpu}"
 mkdir -p "$out"
+# The autotuner's choices on this GPU come back in $out/hfta-cache/forms.json.
+export HFTA_CACHE_DIR="$out/hfta-cache"
 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DPython3_EXECUTABLE="$(command -v "$python")" \
   -DCMAKE_PREFIX_PATH="$deps" -DHFTA_BUILD_LIT=OFF >"$out/configure.log" 2>&1 || { tail -30 "$out/configure.log"; exit 1; }
 grep -E "hfta:|CUDA kernels" "$out/configure.log" || true

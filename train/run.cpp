@@ -124,6 +124,10 @@ std::string ampName(const TrainOptions& options) {
 }  // namespace
 
 Run::Run(const RunConfig& config) : config_(config) {
+  // A run's shapes repeat every batch: cuDNN's benchmark mode picks each
+  // convolution's fastest algorithm once (the autotuner's forms are timed
+  // with it, runtime/autotune.h).
+  if (config.options.device.is_cuda()) at::globalContext().setBenchmarkCuDNN(true);
   torch::jit::Module module;
   // What the run goes on from (a checkpoint's state), and where it came from.
   std::optional<c10::IValue> saved_state;
