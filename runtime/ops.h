@@ -32,9 +32,7 @@ at::Tensor conv(const at::Tensor& input, const at::Tensor& weight, const std::op
 // fastest (runtime/autotune.h; with HFTA_AUTOTUNE=0 a heuristic that
 // conv_ops.cpp states); tests force one. Grouped runs in the layout the
 // input comes in; ChannelsLast turns a 2-D convolution's input and weight
-// channels-last first, and its output stays so: the ops after it run in
-// that layout, and a convolution that gets a channels-last input runs in it
-// as Grouped.
+// channels-last, and its output back to the input's layout.
 enum class ConvForm { Chosen, Grouped, PerMember, ChannelsLast };
 ConvForm convForm();
 void setConvForm(ConvForm form);
