@@ -84,9 +84,9 @@ at::Tensor runForm(ConvForm form, const at::Tensor& input, const at::Tensor& wei
         // run as they would (a whole ResNet-18 kept channels-last after its
         // first convolution ran slower than none), and the timing sees the
         // form's whole cost.
-        const auto out = conv(input.contiguous(at::MemoryFormat::ChannelsLast),
-                              weight.flatten(0, 1).contiguous(at::MemoryFormat::ChannelsLast), flat_bias,
-                              groups * weight.size(0));
+        const auto out =
+            conv(input.contiguous(at::MemoryFormat::ChannelsLast),
+                 weight.flatten(0, 1).contiguous(at::MemoryFormat::ChannelsLast), flat_bias, groups * weight.size(0));
         return out.contiguous(input.suggest_memory_format());
       }
       [[fallthrough]];  // (no channels-last layout for 1-D or 3-D convolutions)
