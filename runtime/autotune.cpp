@@ -1,5 +1,6 @@
 #include "runtime/autotune.h"
 
+#include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
 #ifdef HFTA_WITH_CUDA
 #include <ATen/cuda/CUDAContext.h>
@@ -119,6 +120,21 @@ std::string machine(const c10::Device& device) {
 #else
   return "cuda";  // (a build without CUDA runs nothing there)
 #endif
+}
+
+bool recordsGradients() { return at::GradMode::is_enabled() && !c10::InferenceMode::is_enabled(); }
+
+std::function<void()> candidate(const std::vector<at::Tensor>& tensors, bool backward, Form form) {
+  return [tensors, backward, form = std::move(form)] {
+    std::vector<at::Tensor> copies;
+    for (const auto& t : tensors) {
+      copies.push_back(t.defined() ? t.detach() : t);
+      if (backward && t.defined() && t.is_floating_point()) copies.back().requires_grad_();
+    }
+    const auto y = form(copies);
+    if (backward) y.sum().backward();
+    if (y.is_cuda()) y.cpu();  // waits for the device
+  };
 }
 
 size_t choose(const std::string& key, size_t heuristic, const std::vector<std::function<void()>>& candidates) {

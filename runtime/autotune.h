@@ -14,6 +14,7 @@
 // HFTA_AUTOTUNE=0 turns measurement off: every op takes its documented
 // heuristic. A choice never changes a result beyond float rounding: the
 // candidates compute the same function.
+#include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
 
 #include <functional>
@@ -34,6 +35,18 @@ void setEnabled(bool on);
 // candidate's turn). `heuristic` when measurement is off. A candidate that
 // throws is never chosen (all throwing: `heuristic`).
 size_t choose(const std::string& key, size_t heuristic, const std::vector<std::function<void()>>& candidates);
+
+// Whether a fused op called now is differentiated (GradMode on, not in
+// inference mode): its forms are then timed forward and backward, and the
+// key says which.
+bool recordsGradients();
+
+// A candidate that runs a fused op's form as training runs it: `form` on
+// detached copies of `tensors` (undefined ones stay undefined) and, when
+// `backward`, the backward of its output's sum with every floating copy
+// requiring grad; then it waits for the device.
+using Form = std::function<at::Tensor(const std::vector<at::Tensor>&)>;
+std::function<void()> candidate(const std::vector<at::Tensor>& tensors, bool backward, Form form);
 
 // The cache file: forms.json in hfta's cache folder (cacheFile(),
 // runtime/measurement_cache.h); "" keeps choices in memory only.

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <atomic>
 #include <functional>
 
@@ -97,7 +98,7 @@ at::Tensor runForm(ConvForm form, const at::Tensor& input, const at::Tensor& wei
 
 // The form B convolutions of this shape run in: as forced, else the fastest
 // measured here (forward and, where gradients are on, backward; the
-// channels-last form's cost includes turning the input), else the
+// channels-last form's cost includes both layout conversions), else the
 // heuristic.
 template <typename ConvFn>
 ConvForm chooseForm(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
@@ -107,7 +108,7 @@ ConvForm chooseForm(const at::Tensor& input, const at::Tensor& weight, const std
   const auto heuristic =
       heuristicPerMember(input, weight.size(2), weight.size(1)) ? ConvForm::PerMember : ConvForm::Grouped;
   if (!autotune::enabled()) return heuristic;
-  const bool backward = at::GradMode::is_enabled() && !c10::InferenceMode::is_enabled();
+  const bool backward = autotune::recordsGradients();
   const bool channels_last = channelsLast(input);
   std::vector<ConvForm> forms{ConvForm::Grouped, ConvForm::PerMember};
   // (a channels-last input runs channels-last as Grouped)
@@ -120,20 +121,12 @@ ConvForm chooseForm(const at::Tensor& input, const at::Tensor& weight, const std
       fmt::join(formNames(forms), ","), autotune::machine(input.device()));
   std::vector<std::function<void()>> candidates;
   for (const auto form : forms) {
-    candidates.emplace_back([&, form] {
-      auto x = input.detach(), w = weight.detach();
-      std::optional<at::Tensor> b = bias.has_value() && bias->defined() ? std::optional(bias->detach()) : std::nullopt;
-      if (backward) {
-        x.requires_grad_(x.is_floating_point());
-        w.requires_grad_();
-        if (b) b->requires_grad_();
-      }
-      const auto y = runForm(form, x, w, b, groups, conv);
-      if (backward) y.sum().backward();
-      if (y.is_cuda()) y.cpu();  // waits for the device
-    });
+    candidates.push_back(autotune::candidate(
+        {input, weight, bias.value_or(at::Tensor())}, backward, [&, form](const std::vector<at::Tensor>& t) {
+          return runForm(form, t[0], t[1], t[2].defined() ? std::optional(t[2]) : std::nullopt, groups, conv);
+        }));
   }
-  const size_t fallback = heuristic == ConvForm::PerMember ? 1 : 0;
+  const auto fallback = std::find(forms.begin(), forms.end(), heuristic) - forms.begin();
   return forms[autotune::choose(key, fallback, candidates)];
 }
 

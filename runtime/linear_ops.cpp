@@ -1,5 +1,12 @@
-// Per-member matrix products, lowered to one batched GEMM (bmm/baddbmm) or,
-// when every member sees the same input, to one broadcast matmul.
+// Per-member matrix products, lowered to one batched GEMM (bmm/baddbmm) or
+// B GEMMs, whichever is faster here, or, when every member sees the same
+// input, to one broadcast matmul.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <atomic>
+
+#include "runtime/autotune.h"
 #include "runtime/ops.h"
 
 namespace hfta::ops {
@@ -8,7 +15,50 @@ namespace {
 // Member dims of a stacked tensor.
 int64_t memberDim(const at::Tensor& t) { return t.dim() - 1; }
 
+std::atomic<LinearForm> forced_linear_form{LinearForm::Chosen};
+
+// x [B, M, in], weight [B, out, in], bias [B, out] or undefined -> [B, M, out].
+at::Tensor runForm(LinearForm form, const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
+  if (form == LinearForm::PerMember) {
+    // unbind and stack: their backward is one stack and one unbind, not B
+    // zero-filled whole-sized gradients (conv_ops.cpp's per-member form).
+    const auto xs = x.unbind(0), ws = weight.unbind(0);
+    const auto bs = bias.defined() ? bias.unbind(0) : std::vector<at::Tensor>(xs.size());
+    std::vector<at::Tensor> ys;
+    for (size_t m = 0; m < xs.size(); ++m) ys.push_back(at::linear(xs[m], ws[m], bs[m]));
+    return at::stack(ys);
+  }
+  const auto w_t = weight.transpose(1, 2);  // [B, in, out]
+  return bias.defined() ? at::baddbmm(bias.unsqueeze(1), x, w_t) : at::bmm(x, w_t);
+}
+
+// As forced, else the faster form measured here for these shapes (forward
+// and, where gradients are on, backward), else Batched: one launch, and on
+// the processors measured (bench/README.md) within a few percent of B
+// GEMMs where it is not ahead.
+LinearForm chooseForm(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
+  const auto forced = forced_linear_form.load();
+  if (forced != LinearForm::Chosen) return forced;
+  if (!autotune::enabled()) return LinearForm::Batched;
+  const bool backward = autotune::recordsGradients();
+  const auto key = fmt::format("hfta::linear|in [{}]|weight [{}]|bias {}|{}|{}|{}|forms batched,per-member|{}",
+                               fmt::join(x.sizes(), ","), fmt::join(weight.sizes(), ","), bias.defined(),
+                               c10::toString(x.scalar_type()), x.device().str(),
+                               backward ? "forward+backward" : "forward", autotune::machine(x.device()));
+  const std::vector<LinearForm> forms{LinearForm::Batched, LinearForm::PerMember};
+  std::vector<std::function<void()>> candidates;
+  for (const auto form : forms) {
+    candidates.push_back(autotune::candidate({x, weight, bias}, backward, [form](const std::vector<at::Tensor>& t) {
+      return runForm(form, t[0], t[1], t[2]);
+    }));
+  }
+  return forms[autotune::choose(key, 0, candidates)];
+}
+
 }  // namespace
+
+LinearForm linearForm() { return forced_linear_form.load(); }
+void setLinearForm(LinearForm form) { forced_linear_form = form; }
 
 at::Tensor linear(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias) {
   TORCH_CHECK(weight.dim() == 3, "hfta::linear: weight must be [B, out, in], got ", weight.sizes());
@@ -24,17 +74,11 @@ at::Tensor linear(const at::Tensor& input, const at::Tensor& weight, const std::
   for (int64_t d = 1; d + 1 < input.dim(); ++d) out_sizes.push_back(input.size(d));
   out_sizes.push_back(out_features);
   const auto x = input.reshape({input.size(0), -1, in_features});
-  const auto w_t = weight.transpose(1, 2);  // [B, in, out]
-
-  at::Tensor y;
-  const bool has_bias = bias.has_value() && bias->defined();
-  if (x.size(0) == members) {
-    y = has_bias ? at::baddbmm(bias->unsqueeze(1), x, w_t) : at::bmm(x, w_t);
-  } else {
-    // Shared input: [M, in] @ [B, in, out] broadcasts to [B, M, out].
-    y = at::matmul(x.select(0, 0), w_t);
-    if (has_bias) y = y + bias->unsqueeze(1);
-  }
+  const auto b = bias.value_or(at::Tensor());
+  if (x.size(0) == members) return runForm(chooseForm(x, weight, b), x, weight, b).reshape(out_sizes);
+  // Shared input: [M, in] @ [B, in, out] broadcasts to [B, M, out].
+  auto y = at::matmul(x.select(0, 0), weight.transpose(1, 2));
+  if (b.defined()) y = y + b.unsqueeze(1);
   return y.reshape(out_sizes);
 }
 

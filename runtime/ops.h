@@ -12,7 +12,18 @@ namespace hfta::ops {
 
 // y_b = x_b @ w_b^T + bias_b for every member b. input: [B|1, *, in],
 // weight: [B, out, in], bias: [B, out] or undefined.
+// Members with their own inputs run as one batched GEMM (bmm/baddbmm) or B
+// at::linear calls, whichever linearForm() picks for the shape; a shared
+// input ([1, *, in]) runs as one broadcast matmul.
 at::Tensor linear(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias);
+// How hfta::linear runs members with their own inputs: Chosen (the
+// default) times the forms for each shape on first use and keeps the
+// fastest (runtime/autotune.h; with HFTA_AUTOTUNE=0, Batched); tests force
+// one. Batched is one bmm/baddbmm, PerMember B at::linear calls on the
+// members' slices, stacked.
+enum class LinearForm { Chosen, Batched, PerMember };
+LinearForm linearForm();
+void setLinearForm(LinearForm form);
 // torch.matmul per member (1-D members included).
 at::Tensor matmul(const at::Tensor& self, const at::Tensor& other);
 // torch.addmm per member: beta * self_b + alpha * mat1_b @ mat2_b.

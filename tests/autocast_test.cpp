@@ -93,15 +93,15 @@ void expectLikeAlone(const std::string& what, const at::Tensor& fused, const at:
 }
 
 // A kind with the suffix "+per-member-conv" runs every convolution as B
-// dense ones, "+channels-last-conv" as one channels-last grouped one
-// (testing::ConvFormScope).
+// dense ones, "+channels-last-conv" as one channels-last grouped one,
+// "+per-member-linear" every linear as B GEMMs (testing::FormScope).
 class AutocastEquivalence : public ::testing::TestWithParam<std::string> {
  protected:
   std::string kind_ = GetParam();
-  // (before conv_form_ strips the suffix from kind_)
+  // (before forms_ strips the suffix from kind_)
   const bool independent_ = kind_.find("+channels-last-conv") != std::string::npos ||
                             (kind_.find('+') == std::string::npos && autotune::enabled());
-  testing::ConvFormScope conv_form_{kind_};
+  testing::FormScope forms_{kind_};
 };
 
 TEST_P(AutocastEquivalence, EachMemberComputesWhatItComputesAloneInBfloat16) {
@@ -165,7 +165,7 @@ TEST_P(AutocastEquivalence, EachMemberComputesWhatItComputesAloneInBfloat16) {
 
 INSTANTIATE_TEST_SUITE_P(MlpAndCnnFamilies, AutocastEquivalence,
                          ::testing::Values("mlp", "wide", "lenet", "resblock", "pointnet", "generator", "zoo",
-                                           "lenet_traced"));
+                                           "lenet_traced", "mlp+per-member-linear"));
 
 INSTANTIATE_TEST_SUITE_P(VisionNetworks, AutocastEquivalence,
                          ::testing::Values("resnet18", "mobilenet_v2", "pointnet_cls", "pointnet_seg", "dcgan_g",
@@ -177,7 +177,7 @@ INSTANTIATE_TEST_SUITE_P(VisionNetworks, AutocastEquivalence,
 INSTANTIATE_TEST_SUITE_P(Transformers, AutocastEquivalence,
                          ::testing::Values("lm_tiny_f32", "bert_tiny_f32", "mha_weights_padding_causal",
                                            "mha_bool_mask", "encoder_post_relu_causal", "encoder_pre_gelu_padding",
-                                           "activation_zoo"));
+                                           "activation_zoo", "lm_tiny_f32+per-member-linear"));
 
 }  // namespace
 }  // namespace hfta

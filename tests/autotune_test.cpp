@@ -125,5 +125,37 @@ TEST_F(Autotune, ConvInTheChosenFormComputesWhatBothFormsCompute) {
   EXPECT_NE(text.find("hfta::conv|in [2,1024,6,6]|weight [2,512,512,3,3]"), std::string::npos) << text;
 }
 
+// The members' own GEMMs against one batched GEMM, at a feed-forward
+// layer's shape: output and gradients of the chosen form equal both
+// forms' within float32 rounding of sums over 256 products.
+TEST_F(Autotune, LinearInTheChosenFormComputesWhatBothFormsCompute) {
+  torch::manual_seed(0);
+  const auto input = torch::randn({3, 40, 256});
+  const auto weight = torch::randn({3, 64, 256}) * 0.05;
+  const auto bias = torch::randn({3, 64});
+  auto run = [&](ops::LinearForm form) {
+    ops::setLinearForm(form);
+    const auto x = input.clone().requires_grad_(), w = weight.clone().requires_grad_();
+    const auto b = bias.clone().requires_grad_();
+    const auto y = ops::linear(x, w, b);
+    y.square().sum().backward();
+    ops::setLinearForm(ops::LinearForm::Chosen);
+    return std::vector<at::Tensor>{y.detach(), x.grad(), w.grad(), b.grad()};
+  };
+  const auto batched = run(ops::LinearForm::Batched), per_member = run(ops::LinearForm::PerMember);
+  const auto chosen = run(ops::LinearForm::Chosen);
+  ASSERT_EQ(chosen[0].sizes(), (std::vector<int64_t>{3, 40, 64}));
+  const std::vector<std::string> what{"output", "input gradient", "weight gradient", "bias gradient"};
+  for (size_t i = 0; i < chosen.size(); ++i) {
+    SCOPED_TRACE(what[i]);
+    const double scale = batched[i].abs().max().item<double>();
+    EXPECT_LE((chosen[i] - batched[i]).abs().max().item<double>(), testing::kForwardTolerance * scale);
+    EXPECT_LE((chosen[i] - per_member[i]).abs().max().item<double>(), testing::kForwardTolerance * scale);
+  }
+  std::ifstream in(dir_ / "forms.json");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("hfta::linear|in [3,40,256]|weight [3,64,256]|bias true"), std::string::npos) << text;
+}
+
 }  // namespace
 }  // namespace hfta

@@ -51,8 +51,8 @@ void trainFused(torch::jit::Module& fused, const Reference& ref) {
 }
 
 // A kind with the suffix "+per-member-conv" runs every convolution as B
-// dense ones, "+channels-last-conv" as one channels-last grouped one
-// (testing::ConvFormScope).
+// dense ones, "+channels-last-conv" as one channels-last grouped one,
+// "+per-member-linear" every linear as B GEMMs (testing::FormScope).
 class FusionEquivalence : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
@@ -63,7 +63,7 @@ class FusionEquivalence : public ::testing::TestWithParam<std::string> {
     fused_ = fuse(loadMembers(testing::memberPaths(kind_)));
   }
   std::string kind_ = GetParam();
-  testing::ConvFormScope conv_form_{kind_};
+  testing::FormScope forms_{kind_};
   Reference ref_;
   testing::Tolerances tolerance_{};  // the members' dtype's
   FusionResult fused_;
@@ -141,7 +141,8 @@ INSTANTIATE_TEST_SUITE_P(MlpFamilies, FusionEquivalence,
                          ::testing::Values("mlp", "mlp_seed10", "wide", "wide_seed20", "fallback", "lenet", "resblock",
                                            "resblock_seed30", "pointnet", "generator", "zoo", "lenet_traced",
                                            "generator_traced", "lenet+channels-last-conv",
-                                           "resblock+channels-last-conv", "zoo+channels-last-conv"));
+                                           "resblock+channels-last-conv", "zoo+channels-last-conv",
+                                           "mlp+per-member-linear", "wide+per-member-linear"));
 
 // The published CNNs of examples/vision.py at small widths, 3 members.
 INSTANTIATE_TEST_SUITE_P(VisionNetworks, FusionEquivalence,
@@ -159,7 +160,9 @@ INSTANTIATE_TEST_SUITE_P(Transformers, FusionEquivalence,
                          ::testing::Values("lm_tiny", "lm_tiny_f32", "bert_tiny", "bert_tiny_f32",
                                            "mha_weights_padding_causal", "mha_seq_first_padding", "mha_bool_mask",
                                            "mha_seq_first_head_weights", "encoder_post_relu_causal",
-                                           "encoder_pre_gelu_padding", "encoder_post_gelu_nested", "activation_zoo"));
+                                           "encoder_pre_gelu_padding", "encoder_post_gelu_nested", "activation_zoo",
+                                           "lm_tiny+per-member-linear", "bert_tiny+per-member-linear",
+                                           "encoder_post_relu_causal+per-member-linear"));
 
 // (and the layer zoo of examples/cnn.py, every other conv/pool/shape form,
 // and traced members, whose convolutions are aten::_convolution)

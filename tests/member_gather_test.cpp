@@ -57,12 +57,12 @@ class MemberGather : public ::testing::Test {
   fs::path dir_;
   static inline int test_ = 0;
   // The arrays compared have different sizes, and the autotuner may time a
-  // different convolution form best for each (grouped at 4 members, per
-  // member at 2): the forms round differently, and Adam at lr 3e-2 grows
+  // different convolution or linear form best for each (grouped at 4
+  // members, per member at 2): the forms round differently, and Adam at lr 3e-2 grows
   // that past the fused tolerance within 3 epochs (seen on CI). One form
   // for all keeps a member's arithmetic the same in every array, so what is
   // compared is the state carried over.
-  testing::ConvFormScope conv_form_{ops::ConvForm::Grouped};
+  testing::FormScope forms_{ops::ConvForm::Grouped, ops::LinearForm::Batched};
 };
 
 std::vector<MemberEpoch> rowsOf(const std::vector<MemberEpoch>& rows, int64_t member) {

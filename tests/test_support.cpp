@@ -16,19 +16,28 @@ std::string modelsDir() {
   return dir;
 }
 
-ConvFormScope::ConvFormScope(std::string& kind) : previous_(ops::convForm()) {
-  for (const auto& [suffix, form] : {std::pair{"+per-member-conv", ops::ConvForm::PerMember},
-                                     std::pair{"+channels-last-conv", ops::ConvForm::ChannelsLast}}) {
+FormScope::FormScope(std::string& kind) : previous_conv_(ops::convForm()), previous_linear_(ops::linearForm()) {
+  auto take = [&](const std::string& suffix) {
     const auto at = kind.find(suffix);
-    if (at == std::string::npos) continue;
-    kind.erase(at);
-    ops::setConvForm(form);
-  }
+    if (at == std::string::npos) return false;
+    kind.erase(at, suffix.size());
+    return true;
+  };
+  if (take("+per-member-conv")) ops::setConvForm(ops::ConvForm::PerMember);
+  if (take("+channels-last-conv")) ops::setConvForm(ops::ConvForm::ChannelsLast);
+  if (take("+per-member-linear")) ops::setLinearForm(ops::LinearForm::PerMember);
 }
 
-ConvFormScope::ConvFormScope(ops::ConvForm form) : previous_(ops::convForm()) { ops::setConvForm(form); }
+FormScope::FormScope(ops::ConvForm conv, ops::LinearForm linear)
+    : previous_conv_(ops::convForm()), previous_linear_(ops::linearForm()) {
+  ops::setConvForm(conv);
+  ops::setLinearForm(linear);
+}
 
-ConvFormScope::~ConvFormScope() { ops::setConvForm(previous_); }
+FormScope::~FormScope() {
+  ops::setConvForm(previous_conv_);
+  ops::setLinearForm(previous_linear_);
+}
 
 std::string modelPath(const std::string& name) { return modelsDir() + "/" + name; }
 

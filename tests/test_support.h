@@ -39,20 +39,22 @@ constexpr double kTrainedTolerance = kFloat32.trained;
 
 // A test kind with the suffix "+per-member-conv" runs every convolution as
 // B dense ones, one with "+channels-last-conv" as a grouped one in the
-// channels-last layout (forms hfta::conv may pick by timing: the test
-// models are narrow, and the tests must see every form): the scope strips
-// the suffix from `kind`, forces that form, and puts the previous one back
-// when it ends. The second constructor forces the form given.
-class ConvFormScope {
+// channels-last layout, one with "+per-member-linear" every linear as B
+// GEMMs (forms hfta::conv and hfta::linear may pick by timing: the test
+// models are small, and the tests must see every form): the scope strips
+// the suffixes from `kind`, forces those forms, and puts the previous ones
+// back when it ends. The second constructor forces the forms given.
+class FormScope {
  public:
-  explicit ConvFormScope(std::string& kind);
-  explicit ConvFormScope(ops::ConvForm form);
-  ~ConvFormScope();
-  ConvFormScope(const ConvFormScope&) = delete;
-  ConvFormScope& operator=(const ConvFormScope&) = delete;
+  explicit FormScope(std::string& kind);
+  FormScope(ops::ConvForm conv, ops::LinearForm linear);
+  ~FormScope();
+  FormScope(const FormScope&) = delete;
+  FormScope& operator=(const FormScope&) = delete;
 
  private:
-  ops::ConvForm previous_;
+  ops::ConvForm previous_conv_;
+  ops::LinearForm previous_linear_;
 };
 
 // The folder written by tests/python/make_test_models.py.
