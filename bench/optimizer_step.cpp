@@ -1,13 +1,15 @@
 // One optimizer step over B = 8 members of ResNet-18's size (CIFAR-10
-// variant, 11.2M parameters each): hfta's fused optimizer on the stacked
-// parameters against what a LibTorch user has otherwise, on the same
-// gradients:
+// variant, 11.2M parameters each; argument 0) or of the harness's MLP
+// (16 -> 32 -> 32 -> 10, 6 tensors; argument 1, where the time is per-call
+// overhead): hfta's fused optimizer on the stacked parameters against what
+// a LibTorch user has otherwise, on the same gradients:
 //   Hfta        FusedAdam / FusedSGD over the 62 stacked [8, ...] tensors
 //   TorchOptim  8 torch::optim::Adam / SGD, one per member (LibTorch's
 //               optimizers have no multi-tensor mode)
 //   AtenFused   8 calls of ATen's own fused multi-tensor kernels
 //               (at::_fused_adam_ / at::_fused_sgd_), one per member since
 //               each member has its own learning rate
+//   DenseSgd    one torch::optim::SGD over one member: the dense bound's step
 //
 //   optimizer_step --benchmark_repetitions=5 --benchmark_enable_random_interleaving=true
 //                  [--benchmark_filter=Adam] [--device=cuda]
@@ -25,6 +27,8 @@ namespace {
 constexpr int64_t kMembers = 8;
 torch::Device device = torch::kCPU;
 
+enum Model : int64_t { kResNet18, kMlp };
+
 std::vector<std::vector<int64_t>> resnet18Shapes() {
   std::vector<std::vector<int64_t>> shapes{{64, 3, 3, 3}, {64}, {64}};
   int64_t in = 64;
@@ -40,6 +44,11 @@ std::vector<std::vector<int64_t>> resnet18Shapes() {
   return shapes;
 }
 
+std::vector<std::vector<int64_t>> shapesOf(const benchmark::State& state) {
+  if (state.range(0) == kMlp) return {{32, 16}, {32}, {32, 32}, {32}, {10, 32}, {10}};
+  return resnet18Shapes();
+}
+
 std::vector<double> learningRates(double base) {
   std::vector<double> lr;
   for (int64_t b = 0; b < kMembers; ++b) lr.push_back(base * (1 + b));
@@ -50,9 +59,9 @@ std::vector<double> learningRates(double base) {
 struct Parameters {
   std::vector<at::Tensor> stacked;
   std::vector<std::vector<at::Tensor>> members;  // separate tensors, as B separate models hold them
-  Parameters() {
+  explicit Parameters(const benchmark::State& state) {
     torch::manual_seed(0);
-    for (const auto& shape : resnet18Shapes()) {
+    for (const auto& shape : shapesOf(state)) {
       std::vector<int64_t> stacked_shape{kMembers};
       stacked_shape.insert(stacked_shape.end(), shape.begin(), shape.end());
       auto p = torch::randn(stacked_shape, device).requires_grad_(true);
@@ -75,7 +84,7 @@ void synchronize() {
 }
 
 void HftaAdam(benchmark::State& state) {
-  Parameters params;
+  Parameters params(state);
   hfta::optim::FusedAdam adam(params.stacked, kMembers, hfta::optim::AdamOptions{learningRates(1e-4)});
   for (auto _ : state) {
     adam.step();
@@ -84,7 +93,7 @@ void HftaAdam(benchmark::State& state) {
 }
 
 void TorchOptimAdam(benchmark::State& state) {
-  Parameters params;
+  Parameters params(state);
   std::vector<std::unique_ptr<torch::optim::Adam>> optims;
   const auto lr = learningRates(1e-4);
   for (int64_t b = 0; b < kMembers; ++b) {
@@ -97,7 +106,7 @@ void TorchOptimAdam(benchmark::State& state) {
 }
 
 void AtenFusedAdam(benchmark::State& state) {
-  Parameters params;
+  Parameters params(state);
   const auto lr = learningRates(1e-4);
   std::vector<std::vector<at::Tensor>> grads(kMembers), exp_avg(kMembers), exp_avg_sq(kMembers), steps(kMembers);
   for (int64_t b = 0; b < kMembers; ++b) {
@@ -120,7 +129,7 @@ void AtenFusedAdam(benchmark::State& state) {
 }
 
 void HftaSgd(benchmark::State& state) {
-  Parameters params;
+  Parameters params(state);
   hfta::optim::FusedSGD sgd(params.stacked, kMembers, hfta::optim::SGDOptions{learningRates(1e-3), 0.9});
   for (auto _ : state) {
     sgd.step();
@@ -129,7 +138,7 @@ void HftaSgd(benchmark::State& state) {
 }
 
 void TorchOptimSgd(benchmark::State& state) {
-  Parameters params;
+  Parameters params(state);
   std::vector<std::unique_ptr<torch::optim::SGD>> optims;
   const auto lr = learningRates(1e-3);
   for (int64_t b = 0; b < kMembers; ++b) {
@@ -143,7 +152,7 @@ void TorchOptimSgd(benchmark::State& state) {
 }
 
 void AtenFusedSgd(benchmark::State& state) {
-  Parameters params;
+  Parameters params(state);
   const auto lr = learningRates(1e-3);
   std::vector<std::vector<at::Tensor>> grads(kMembers), buffers(kMembers);
   for (int64_t b = 0; b < kMembers; ++b) {
@@ -163,14 +172,25 @@ void AtenFusedSgd(benchmark::State& state) {
   }
 }
 
+void DenseSgd(benchmark::State& state) {
+  Parameters params(state);
+  torch::optim::SGD sgd(params.members[0], torch::optim::SGDOptions(1e-3).momentum(0.9));
+  for (auto _ : state) {
+    sgd.step();
+    synchronize();
+  }
+}
+
 }  // namespace
 
-BENCHMARK(HftaAdam)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(TorchOptimAdam)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(AtenFusedAdam)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(HftaSgd)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(TorchOptimSgd)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(AtenFusedSgd)->Unit(benchmark::kMillisecond)->UseRealTime();
+#define MODELS ArgName("model")->Arg(kResNet18)->Arg(kMlp)->Unit(benchmark::kMicrosecond)->UseRealTime()
+BENCHMARK(HftaAdam)->MODELS;
+BENCHMARK(TorchOptimAdam)->MODELS;
+BENCHMARK(AtenFusedAdam)->MODELS;
+BENCHMARK(HftaSgd)->MODELS;
+BENCHMARK(TorchOptimSgd)->MODELS;
+BENCHMARK(AtenFusedSgd)->MODELS;
+BENCHMARK(DenseSgd)->MODELS;
 
 int main(int argc, char** argv) {
   // --device=cuda runs the same comparison on the GPU.

@@ -1,9 +1,12 @@
 """Where a training step's time goes: torch.profiler's operator table for
 one fused step against the same B members stepped one after another (the
-members' files and the fused module hfta-fuse wrote from them), and the two
-step times. How the findings in bench/README.md were made.
+members' files and the fused module hfta-fuse wrote from them), or against
+the dense bound (member 0 at batch B x N, --against dense: then one table
+puts each operator's time in both side by side), and the step times. How
+the findings in bench/README.md were made.
 
 .venv/bin/python bench/profile_step.py --kind pointnet_cls --members 8 --batch 32 --threads 2 [--shapes]
+.venv/bin/python bench/profile_step.py --kind lenet --against dense --executor simple
 """
 import argparse
 import os
@@ -37,8 +40,13 @@ def main():
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--rows", type=int, default=15)
     parser.add_argument("--shapes", action="store_true", help="group the fused step's operators by input shape")
+    parser.add_argument("--against", choices=["separate", "dense"], default="separate")
+    parser.add_argument("--executor", choices=["profiling", "simple"], default="profiling",
+                        help="TorchScript's executor for both (simple: the graph as it is, as hfta-train and the "
+                        "harness run hfta and dense)")
     parser.add_argument("--build", default=os.path.join(ROOT, "build"))
     args = parser.parse_args()
+    torch._C._set_graph_executor_optimize(args.executor == "profiling")
     torch.ops.load_library(os.path.join(args.build, "runtime", "libhfta_runtime.so"))
     torch.set_num_threads(args.threads)
     shapes = {**cnn.INPUT_SHAPES, **vision.INPUT_SHAPES, "mlp": (16,),
@@ -66,7 +74,10 @@ def main():
         for b, m in enumerate(members):
             main_output(m(x[b])).pow(2).mean().backward()
 
-    steps = {"fused": fused_step, "separate": separate_step}
+    def dense_step():
+        main_output(members[0](x.flatten(0, 1))).pow(2).mean().backward()
+
+    steps = {"fused": fused_step, args.against: separate_step if args.against == "separate" else dense_step}
     for step in steps.values():  # the profiling executor's first runs
         for _ in range(3):
             step()
@@ -75,14 +86,32 @@ def main():
         for _ in range(args.steps):
             step()
         print(f"{name}: {(time.perf_counter() - start) / args.steps * 1e3:.1f} ms per step")
+    tables = {}
     for name, step in steps.items():
         with profile(activities=[ProfilerActivity.CPU], record_shapes=args.shapes) as prof:
             for _ in range(args.steps):
                 step()
-        table = prof.key_averages(group_by_input_shape=args.shapes and name == "fused")
-        print(f"\n{name}, {args.steps} steps:")
-        print(table.table(sort_by="self_cpu_time_total", row_limit=args.rows, max_name_column_width=45,
-                          max_shapes_column_width=80))
+        tables[name] = prof.key_averages(group_by_input_shape=args.shapes and name == "fused")
+        if args.against == "separate":
+            print(f"\n{name}, {args.steps} steps:")
+            print(tables[name].table(sort_by="self_cpu_time_total", row_limit=args.rows, max_name_column_width=45,
+                                     max_shapes_column_width=80))
+    if args.against == "dense":
+        print_side_by_side(tables, args)
+
+
+def print_side_by_side(tables, args):
+    """Each operator's self CPU time per step and calls per step, fused and dense, the largest first."""
+    per_step = {name: {e.key: (e.self_cpu_time_total / args.steps / 1e3, e.count / args.steps) for e in table}
+                for name, table in tables.items()}
+    fused, dense = per_step["fused"], per_step["dense"]
+    ops = sorted(set(fused) | set(dense), key=lambda op: -max(fused.get(op, (0, 0))[0], dense.get(op, (0, 0))[0]))
+    print(f"\nself CPU ms per step (calls), {args.steps} steps profiled:")
+    print(f"{'operator':45} {'fused':>16} {'dense':>16}")
+    for op in ops[:args.rows]:
+        cells = [f"{d[op][0]:8.2f} ({d[op][1]:4.0f})" if op in d else f"{'-':>16}" for d in (fused, dense)]
+        print(f"{op[:45]:45} {cells[0]:>16} {cells[1]:>16}")
+    print(f"{'total':45} {sum(v[0] for v in fused.values()):8.2f}{'':8} {sum(v[0] for v in dense.values()):8.2f}")
 
 
 if __name__ == "__main__":

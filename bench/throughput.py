@@ -12,7 +12,7 @@ the B members, after warm-up, for:
 The ways run in alternating rounds (every way once per round, the order
 kept), so that machine noise hits them alike; the median round counts.
 Forms: which form the autotuner (runtime/autotune.h) chose for each fused
-convolution shape of each model, measured afresh in OUT/hfta-cache (or
+convolution and linear shape of each model, measured afresh in OUT/hfta-cache (or
 kept in $HFTA_CACHE_DIR when set), in OUT/forms.csv and results.md.
 Memory: the peak of tensor memory while training (bench/peak_memory.h: ATen's
 CPU allocator counted, or CUDA's max_memory_allocated) of the fused array
@@ -170,18 +170,24 @@ def cached_forms():
 
 
 def forms_lines(args, chosen):
-    """forms.csv, and the lines of its table in results.md: per model, how many convolution shapes took each form."""
-    names = ["grouped", "per-member", "channels-last"]
+    """forms.csv, and the lines of its table in results.md: per model, how many shapes of each op took each form."""
+    columns = [("conv", "grouped"), ("conv", "per-member"), ("conv", "channels-last"),
+               ("linear", "batched"), ("linear", "per-member")]
     with open(os.path.join(args.out, "forms.csv"), "w", newline="") as f:
         writer = csv.writer(f)
         writer.writerow(["model", "key", "form"])
         for model, forms in chosen.items():
             for key, form in sorted(forms.items()):
                 writer.writerow([model, key, form])
-    return ["", "Forms the autotuner chose (convolution shapes of each model, every B and way measured; "
-            "forms.csv has each shape):", "",
-            "| model | " + " | ".join(names) + " |", "|" + " --- |" * (1 + len(names))] + [
-        f"| {model} | " + " | ".join(str(sum(1 for f in forms.values() if f == n)) for n in names) + " |"
+
+    def count(forms, op, name):
+        return sum(1 for key, form in forms.items() if key.startswith(f"hfta::{op}|") and form == name)
+
+    return ["", "Forms the autotuner chose (shapes of each model's convolutions and linears, every B and way "
+            "measured; forms.csv has each shape):", "",
+            "| model | " + " | ".join(f"{op} {name}" for op, name in columns) + " |",
+            "|" + " --- |" * (1 + len(columns))] + [
+        f"| {model} | " + " | ".join(str(count(forms, op, name)) for op, name in columns) + " |"
         for model, forms in chosen.items() if forms]
 
 
