@@ -16,7 +16,8 @@ convolution and linear shape of each model, measured afresh in OUT/hfta-cache (o
 kept in $HFTA_CACHE_DIR when set), in OUT/forms.csv and results.md.
 Memory: the peak of tensor memory while training (bench/peak_memory.h: ATen's
 CPU allocator counted, or CUDA's max_memory_allocated) of the fused array
-against B times one member's, each in a process of its own.
+against B times one member's (run as hfta runs, with the simple executor; and
+under the profiling executor), each in a process of its own.
 Writes OUT/results.csv, OUT/memory.csv, OUT/results.md and OUT/throughput.png
 (throughput relative to serial, against B, one panel per model).
 
@@ -143,14 +144,21 @@ def measure(args, model, array_size, workdir):
     rates = {m: v for m, v in rates.items() if v}
     memory = None
     if args.memory and "hfta" in modes:
-        # One step after one warm-up (the peak is a step's), each way alone in its process.
+        # One step after one warm-up (the peak is a step's), each way alone
+        # in its process. The member runs as hfta does (the simple executor),
+        # so the ratio is fusion's; under TorchScript's profiling executor,
+        # its default, a member may save fewer values for backward
+        # (member_profiling_bytes).
         peak = {}
-        for way, files in (("hfta", members + fused), ("single", members[:1])):
+        for key, files, way, executor in (("hfta", members + fused, "hfta", "default"),
+                                          ("member", members[:1], "single", "simple"),
+                                          ("member_profiling", members[:1], "single", "profiling")):
             result = run_json([train_modes, *files, "--modes", way, *settings(1, 1), "--threads", str(args.threads),
-                               "--memory"])
-            peak[way] = result["memory"]["peak_bytes"]
-        memory = {"hfta_bytes": peak["hfta"], "member_bytes": peak["single"],
-                  "ratio": peak["hfta"] / (array_size * peak["single"])}
+                               "--executor", executor, "--memory"])
+            peak[key] = result["memory"]["peak_bytes"]
+        memory = {"hfta_bytes": peak["hfta"], "member_bytes": peak["member"],
+                  "member_profiling_bytes": peak["member_profiling"],
+                  "ratio": peak["hfta"] / (array_size * peak["member"])}
     return rates, memory
 
 
@@ -204,15 +212,18 @@ def memory_lines(args, memories):
     """memory.csv, and the lines of its table in results.md."""
     with open(os.path.join(args.out, "memory.csv"), "w", newline="") as f:
         writer = csv.writer(f)
-        writer.writerow(["model", "B", "hfta_bytes", "member_bytes", "hfta_vs_B_members"])
+        writer.writerow(["model", "B", "hfta_bytes", "member_bytes", "hfta_vs_B_members", "member_profiling_bytes"])
         for m in memories:
-            writer.writerow([m["model"], m["B"], m["hfta_bytes"], m["member_bytes"], f"{m['ratio']:.3f}"])
+            writer.writerow([m["model"], m["B"], m["hfta_bytes"], m["member_bytes"], f"{m['ratio']:.3f}",
+                             m["member_profiling_bytes"]])
     mib = 2.0 ** 20
     return ["", "Peak tensor memory while training (one step after one warm-up, each in its own process): the fused "
-            "array against B times one member alone.", "",
-            "| model | B | hfta MiB | one member MiB | hfta / (B x member) |", "| --- | --- | --- | --- | --- |"] + [
-        f"| {m['model']} | {m['B']} | {m['hfta_bytes'] / mib:.1f} | {m['member_bytes'] / mib:.2f} | {m['ratio']:.3f} |"
-        for m in memories]
+            "array against B times one member alone, both run with the simple executor (as hfta-train runs); the "
+            "last column is the member under TorchScript's profiling executor.", "",
+            "| model | B | hfta MiB | one member MiB | hfta / (B x member) | member, profiling executor, MiB |",
+            "| --- | --- | --- | --- | --- | --- |"] + [
+        f"| {m['model']} | {m['B']} | {m['hfta_bytes'] / mib:.1f} | {m['member_bytes'] / mib:.2f} | {m['ratio']:.3f} "
+        f"| {m['member_profiling_bytes'] / mib:.2f} |" for m in memories]
 
 
 def write_outputs(args, rows, memories, chosen, environment):

@@ -210,6 +210,10 @@ int main(int argc, char** argv) {
         fuse_options.allow_single_member = true;  // B = 1: the fused form of one member
         fused = fused_path.empty() ? hfta::fuse(loadedMembers(), fuse_options).module
                                    : hfta::loadMembers({fused_path})[0].module;
+        // fuse() copied the members into stacked tensors: what another way
+        // still trains it holds itself, and the rest is not the array's
+        // memory (held, B = 1 would count a second copy of the parameters).
+        members.clear();
         fused.to(device);
         hfta::optim::SGDOptions options;
         options.lr = kLr;
