@@ -122,6 +122,8 @@ def main():
     parser.add_argument("--tokens", type=int, default=0, help="inputs are token ids in [0, tokens)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--min-seconds", type=float, default=0.0,
+                        help="a round goes on stepping until it has run this long (short steps time poorly)")
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--threads", type=int, default=0)
     parser.add_argument("--device", default="cpu")
@@ -152,10 +154,12 @@ def main():
     result = {}
     for _ in range(args.rounds):
         for mode, step in ways.items():
-            start = time.time()
-            run(step, args.steps)
+            start, steps = time.time(), 0
+            while steps == 0 or time.time() - start < args.min_seconds:
+                run(step, args.steps)
+                steps += args.steps
             end = time.time()
-            samples = args.members * args.batch * args.steps
+            samples = args.members * args.batch * steps
             entry = result.setdefault(mode, {"samples_per_s": [], "start": [], "end": [], "samples": []})
             entry["samples_per_s"].append(samples / (end - start))
             entry["start"].append(start)

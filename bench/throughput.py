@@ -89,9 +89,10 @@ def measure(args, model, array_size, workdir):
         subprocess.run([os.path.join(args.build, "tools", "hfta-fuse"), *members, "-o", fused_path], check=True,
                        stdout=subprocess.DEVNULL)
         fused = ["--fused", fused_path]
-    def settings(steps, warmup):
+    def settings(steps, warmup, min_seconds=args.min_seconds):
         timed = ["--batch", str(batch), "--input-shape", shape, "--rounds", "1", "--steps", str(steps),
-                 "--warmup", str(warmup), "--device", args.device] + (["--amp", args.amp] if args.amp else [])
+                 "--min-seconds", str(min_seconds), "--warmup", str(warmup), "--device", args.device]
+        timed += ["--amp", args.amp] if args.amp else []
         return timed + (["--tokens", str(TOKENS[model])] if model in TOKENS else [])
 
     common = settings(steps, args.warmup)
@@ -153,7 +154,7 @@ def measure(args, model, array_size, workdir):
         for key, files, way, executor in (("hfta", members + fused, "hfta", "default"),
                                           ("member", members[:1], "single", "simple"),
                                           ("member_profiling", members[:1], "single", "profiling")):
-            result = run_json([train_modes, *files, "--modes", way, *settings(1, 1), "--threads", str(args.threads),
+            result = run_json([train_modes, *files, "--modes", way, *settings(1, 1, 0), "--threads", str(args.threads),
                                "--executor", executor, "--memory"])
             peak[key] = result["memory"]["peak_bytes"]
         memory = {"hfta_bytes": peak["hfta"], "member_bytes": peak["member"],
@@ -286,6 +287,9 @@ def main():
     parser.add_argument("--modes", default=",".join(MODES))
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--warmup", type=int, default=2, help="untimed steps per way in each process")
+    parser.add_argument("--min-seconds", type=float, default=1.0,
+                        help="each way's round steps on until it has run this long (a fast machine's 10 steps "
+                        "of LeNet last 50 ms, too short to time well)")
     parser.add_argument("--steps-scale", type=float, default=1.0, help="multiplies each model's timed steps")
     parser.add_argument("--batch", type=int, help="every model's batch per member (default: each model's own)")
     parser.add_argument("--threads", type=int, default=os.cpu_count())

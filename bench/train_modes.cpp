@@ -15,7 +15,7 @@
 // array, torch.amp.GradScaler's rule per model for the others).
 //
 //   train_modes MEMBER.pt... --modes serial,hfta,dense [--fused F.pt] [--batch N]
-//       [--input-shape 3,32,32] [--rounds R] [--steps S] [--warmup W] [--threads T]
+//       [--input-shape 3,32,32] [--rounds R] [--steps S] [--min-seconds T] [--warmup W] [--threads T]
 //       [--device cpu|cuda] [--amp bfloat16|float16] [--tokens V] [--memory]
 //       [--executor default|profiling|simple]
 // --memory adds the peak of tensor memory the process held (bench/peak_memory.h):
@@ -118,6 +118,7 @@ int main(int argc, char** argv) {
   std::string fused_path, device_name = "cpu";
   int64_t batch = 32;
   int rounds = 3, steps = 5, warmup = 3, threads = 0;
+  double min_seconds = 0;
   std::string amp;
   bool memory = false;
   std::string executor = "default";
@@ -129,6 +130,8 @@ int main(int argc, char** argv) {
   app.add_option("--tokens", tokens, "inputs are token ids in [0, tokens) (the text models; input shape: length)");
   app.add_option("--rounds", rounds, "timed rounds per way, alternating between the ways");
   app.add_option("--steps", steps, "steps per round");
+  app.add_option("--min-seconds", min_seconds,
+                 "a round goes on, --steps at a time, until it has run this long (short steps time poorly)");
   app.add_option("--warmup", warmup, "untimed steps of each way first (the profiling executor's runs)");
   app.add_option("--threads", threads, "intra-op threads (default: all cores)");
   app.add_option("--device", device_name, "cpu or cuda");
@@ -264,13 +267,18 @@ int main(int argc, char** argv) {
     for (int r = 0; r < rounds; ++r) {
       for (const auto& mode : modes) {
         const double start = wallSeconds();
-        run(ways.at(mode), steps);
+        int64_t done = 0;
+        do {
+          run(ways.at(mode), steps);
+          done += steps;
+        } while (wallSeconds() - start < min_seconds);
         const double end = wallSeconds();
+        const int64_t samples = ways.at(mode).samples_per_step * done;
         auto& entry = result[mode];
-        entry["samples_per_s"].push_back(static_cast<double>(ways.at(mode).samples_per_step * steps) / (end - start));
+        entry["samples_per_s"].push_back(static_cast<double>(samples) / (end - start));
         entry["start"].push_back(start);
         entry["end"].push_back(end);
-        entry["samples"].push_back(ways.at(mode).samples_per_step * steps);
+        entry["samples"].push_back(samples);
       }
     }
     if (memory) result["memory"] = {{"peak_bytes", hfta::bench::PeakMemory::peakBytes(device)}};
