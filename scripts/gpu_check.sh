@@ -45,16 +45,16 @@ build-gpu/bench/optimizer_step "--device=$device" --benchmark_repetitions=5 --be
   --benchmark_report_aggregates_only=true 2>&1 | tee "$out/optimizer_step.log" | grep -E "median|Run on|CPU"
 # Training throughput, every way (results.md, results.csv, throughput.png under $out/).
 if [ "$device" = cuda ]; then
-  sizes=(--models mlp,lenet,pointnet_cls,resnet18,mobilenet_v2 --arrays 1,8 --batch 64 --rounds 1)
-  amp_sizes=(--models resnet18,mobilenet_v2 --arrays 1,8 --batch 64 --rounds 1)
+  sizes=(--models mlp,lenet,pointnet_cls,resnet18,mobilenet_v2 --arrays 1,8 --batch 64 --rounds 1 --min-seconds 0.3)
+  amp_sizes=(--models resnet18,mobilenet_v2 --arrays 1,8 --batch 64 --rounds 1 --min-seconds 0.3)
   sweep_limit=5000
-  text_sizes=(--models lm_small,bert_small,lm --arrays 1,8 --batch 32 --rounds 1)
+  text_sizes=(--models lm_small,bert_small,lm --arrays 1,8 --batch 32 --rounds 1 --min-seconds 0.3)
   tune_epochs=9
 else  # the same commands, small enough for a CPU check
-  sizes=(--models mlp,lenet --arrays 1,2 --rounds 1 --steps-scale 0.2)
-  amp_sizes=(--models mlp --arrays 2 --rounds 1 --steps-scale 0.2)
+  sizes=(--models mlp,lenet --arrays 1,2 --rounds 1 --steps-scale 0.2 --min-seconds 0.2)
+  amp_sizes=(--models mlp --arrays 2 --rounds 1 --steps-scale 0.2 --min-seconds 0.2)
   sweep_limit=128
-  text_sizes=(--models lm_small --arrays 2 --rounds 1 --steps-scale 0.5 --batch 4)
+  text_sizes=(--models lm_small --arrays 2 --rounds 1 --steps-scale 0.5 --batch 4 --min-seconds 0.2)
   tune_epochs=3
 fi
 timeout 420 "$python" bench/throughput.py --device "$device" --build build-gpu "${sizes[@]}" \
