@@ -1,7 +1,10 @@
 """Grouped convolution (groups x B, one op) against B dense convolutions on
 channel slices (one per member), forward + backward, for the convolution
 shapes of the benchmark models: the measurements behind hfta::conv's choice
-of form (runtime/conv_ops.cpp). Prints one CSV line per shape.
+of form (runtime/conv_ops.cpp). With them, what the other ways run: B
+convolutions on separate tensors (serial and eager training), and one
+member's convolution at batch B x N (the dense bound). Prints one CSV line
+per shape.
 
 .venv/bin/python bench/conv_forms.py --members 8 --threads 2
 """
@@ -30,7 +33,9 @@ SHAPES = [
     ("mobilenet.pw_320_1280", 8, 320, 1280, 1, 1, 2, 1, 2),
     ("mobilenet.dw_144", 8, 144, 144, 3, 1, 16, 144, 2),
     ("mobilenet.dw_576", 8, 576, 576, 3, 1, 4, 576, 2),
+    ("dcgan_d.conv1", 8, 3, 64, 4, 2, 64, 1, 2),
     ("dcgan_d.conv2", 8, 64, 128, 4, 2, 32, 1, 2),
+    ("dcgan_d.conv3", 8, 128, 256, 4, 2, 16, 1, 2),
     ("dcgan_d.conv4", 8, 256, 512, 4, 2, 8, 1, 2),
 ]
 
@@ -53,7 +58,7 @@ def main():
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     B = args.members
-    print("shape,N,C_in,C_out,k,stride,spatial,groups,grouped_ms,per_member_ms,separate_ms,per_member_speedup")
+    print("shape,N,C_in,C_out,k,stride,spatial,groups,grouped_ms,per_member_ms,separate_ms,dense_ms,per_member_speedup")
     for name, n, cin, cout, k, stride, size, groups, dims in SHAPES:
         conv = F.conv2d if dims == 2 else F.conv1d
         spatial = [size] * dims
@@ -77,8 +82,13 @@ def main():
             for xb, wb in zip(xs, ws):
                 conv(xb, wb, None, stride, k // 2, 1, groups).sum().backward()
 
-        g, p, s = timed(grouped, args.reps), timed(per_member, args.reps), timed(separate, args.reps)
-        print(f"{name},{n},{cin},{cout},{k},{stride},{size},{groups},{g:.2f},{p:.2f},{s:.2f},{g / p:.2f}",
+        x_dense = torch.randn(B * n, cin, *spatial, requires_grad=True)
+
+        def dense():  # one member at batch B x N
+            conv(x_dense, ws[0], None, stride, k // 2, 1, groups).sum().backward()
+
+        g, p, s, d = (timed(f, args.reps) for f in (grouped, per_member, separate, dense))
+        print(f"{name},{n},{cin},{cout},{k},{stride},{size},{groups},{g:.2f},{p:.2f},{s:.2f},{d:.2f},{g / p:.2f}",
               flush=True)
 
 
