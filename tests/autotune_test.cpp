@@ -34,6 +34,22 @@ class Autotune : public ::testing::Test {
     autotune::setCachePath("");
     removeTree(dir_.string());
   }
+  // The cache file's text.
+  std::string cacheText() const {
+    std::ifstream in(dir_ / "forms.json");
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  }
+  // The chosen form's values (output, then gradients, named by `what`)
+  // equal those of both forms within kForwardTolerance of the largest.
+  static void expectBothFormsValues(const std::vector<at::Tensor>& chosen, const std::vector<at::Tensor>& one,
+                                    const std::vector<at::Tensor>& other, const std::vector<std::string>& what) {
+    for (size_t i = 0; i < chosen.size(); ++i) {
+      SCOPED_TRACE(what[i]);
+      const double scale = one[i].abs().max().item<double>();
+      EXPECT_LE((chosen[i] - one[i]).abs().max().item<double>(), testing::kForwardTolerance * scale);
+      EXPECT_LE((chosen[i] - other[i]).abs().max().item<double>(), testing::kForwardTolerance * scale);
+    }
+  }
   // A candidate that takes `ms` milliseconds and counts its runs.
   static std::function<void()> sleeper(double ms, int* runs) {
     return [ms, runs] {
@@ -69,9 +85,7 @@ TEST_F(Autotune, ALaterProcessTakesTheChoiceFromTheCache) {
   int c = 0, d = 0;
   EXPECT_EQ(autotune::choose("op|b", 0, {sleeper(1, &c), sleeper(20, &d)}), 1u);
   EXPECT_EQ(c + d, 0);
-  std::ifstream in(dir_ / "forms.json");
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  EXPECT_NE(text.find("\"op|b\""), std::string::npos) << text;
+  EXPECT_NE(cacheText().find("\"op|b\""), std::string::npos) << cacheText();
 }
 
 TEST_F(Autotune, OffTheHeuristicDecidesAndNothingRuns) {
@@ -114,15 +128,8 @@ TEST_F(Autotune, ConvInTheChosenFormComputesWhatBothFormsCompute) {
   };
   const auto grouped = run(ops::ConvForm::Grouped), per_member = run(ops::ConvForm::PerMember);
   const auto chosen = run(ops::ConvForm::Chosen);
-  for (size_t i = 0; i < chosen.size(); ++i) {
-    SCOPED_TRACE(i == 0 ? "output" : i == 1 ? "input gradient" : "weight gradient");
-    const double scale = grouped[i].abs().max().item<double>();
-    EXPECT_LE((chosen[i] - grouped[i]).abs().max().item<double>(), testing::kForwardTolerance * scale);
-    EXPECT_LE((chosen[i] - per_member[i]).abs().max().item<double>(), testing::kForwardTolerance * scale);
-  }
-  std::ifstream in(dir_ / "forms.json");
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  EXPECT_NE(text.find("hfta::conv|in [2,1024,6,6]|weight [2,512,512,3,3]"), std::string::npos) << text;
+  expectBothFormsValues(chosen, grouped, per_member, {"output", "input gradient", "weight gradient"});
+  EXPECT_NE(cacheText().find("hfta::conv|in [2,1024,6,6]|weight [2,512,512,3,3]"), std::string::npos) << cacheText();
 }
 
 // The members' own GEMMs against one batched GEMM, at a feed-forward
@@ -145,16 +152,9 @@ TEST_F(Autotune, LinearInTheChosenFormComputesWhatBothFormsCompute) {
   const auto batched = run(ops::LinearForm::Batched), per_member = run(ops::LinearForm::PerMember);
   const auto chosen = run(ops::LinearForm::Chosen);
   ASSERT_EQ(chosen[0].sizes(), (std::vector<int64_t>{3, 40, 64}));
-  const std::vector<std::string> what{"output", "input gradient", "weight gradient", "bias gradient"};
-  for (size_t i = 0; i < chosen.size(); ++i) {
-    SCOPED_TRACE(what[i]);
-    const double scale = batched[i].abs().max().item<double>();
-    EXPECT_LE((chosen[i] - batched[i]).abs().max().item<double>(), testing::kForwardTolerance * scale);
-    EXPECT_LE((chosen[i] - per_member[i]).abs().max().item<double>(), testing::kForwardTolerance * scale);
-  }
-  std::ifstream in(dir_ / "forms.json");
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  EXPECT_NE(text.find("hfta::linear|in [3,40,256]|weight [3,64,256]|bias true"), std::string::npos) << text;
+  expectBothFormsValues(chosen, batched, per_member, {"output", "input gradient", "weight gradient", "bias gradient"});
+  EXPECT_NE(cacheText().find("hfta::linear|in [3,40,256]|weight [3,64,256]|bias true"), std::string::npos)
+      << cacheText();
 }
 
 }  // namespace
