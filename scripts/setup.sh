@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 
 readonly TORCH_VERSION=2.11.0
 readonly APT_PACKAGES=(g++ make git python3 python3-venv ninja-build libfmt-dev
-  libcli11-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev llvm-14-tools clang-format fortunes)
+  libcli11-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev llvm-14-tools clang-format fortunes libgloo-dev)
 
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do

@@ -1,0 +1,146 @@
+// hfta::dist: torchrun's environment read as torchrun sets it, and ranks
+// that average tensors through c10d's Gloo backend. The ranks are this
+// test binary run again (fork and exec: a process that has run OpenMP
+// must not go on computing after a bare fork), each running the disabled
+// DistWorker test; the parent serves the store, as torchrun's agent does.
+#include <gtest/gtest.h>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#include <torch/torch.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "dist/world.h"
+#include "passes/hfta/hfta.h"
+
+namespace hfta {
+namespace {
+
+// Sets environment variables for one test and restores them after.
+class Environment {
+ public:
+  void set(const std::string& name, const std::string& value) {
+    remember(name);
+    ::setenv(name.c_str(), value.c_str(), 1);
+  }
+  void unset(const std::string& name) {
+    remember(name);
+    ::unsetenv(name.c_str());
+  }
+  ~Environment() {
+    for (const auto& [name, value] : saved_) {
+      if (value) {
+        ::setenv(name.c_str(), value->c_str(), 1);
+      } else {
+        ::unsetenv(name.c_str());
+      }
+    }
+  }
+
+ private:
+  void remember(const std::string& name) {
+    if (saved_.count(name)) return;
+    const char* value = std::getenv(name.c_str());
+    saved_[name] = value ? std::optional<std::string>(value) : std::nullopt;
+  }
+  std::map<std::string, std::optional<std::string>> saved_;
+};
+
+TEST(WorldFromEnvironment, OneProcessWithoutWorldSize) {
+  Environment env;
+  env.unset("WORLD_SIZE");
+  EXPECT_FALSE(dist::worldFromEnvironment().has_value());
+}
+
+TEST(WorldFromEnvironment, ReadsWhatTorchrunSets) {
+  Environment env;
+  env.set("WORLD_SIZE", "4");
+  env.set("RANK", "3");
+  env.set("LOCAL_RANK", "1");
+  env.set("MASTER_ADDR", "10.0.0.7");
+  env.set("MASTER_PORT", "29500");
+  env.set("TORCHELASTIC_USE_AGENT_STORE", "True");
+  const auto world = dist::worldFromEnvironment();
+  ASSERT_TRUE(world.has_value());
+  EXPECT_EQ(world->size, 4);
+  EXPECT_EQ(world->rank, 3);
+  EXPECT_EQ(world->local_rank, 1);
+  EXPECT_EQ(world->master_addr, "10.0.0.7");
+  EXPECT_EQ(world->master_port, 29500);
+  EXPECT_TRUE(world->agent_store);
+}
+
+TEST(WorldFromEnvironment, NamesTheVariableThatIsWrong) {
+  Environment env;
+  env.set("WORLD_SIZE", "2");
+  env.set("MASTER_PORT", "29500");
+  env.unset("LOCAL_RANK");
+  env.set("RANK", "2");  // out of range
+  try {
+    dist::worldFromEnvironment();
+    FAIL() << "no error";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("RANK=\"2\""), std::string::npos) << e.what();
+  }
+  env.unset("RANK");
+  try {
+    dist::worldFromEnvironment();
+    FAIL() << "no error";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("RANK is not"), std::string::npos) << e.what();
+  }
+}
+
+// One rank, run by AveragesAcrossTwoRanks only (hence disabled): tensors
+// whose values are the rank's, in 1 KiB buckets (several per dtype); the
+// means are exact in binary floating point.
+TEST(DistWorker, DISABLED_Averages) {
+  const auto world = dist::worldFromEnvironment();
+  ASSERT_TRUE(world.has_value());
+  auto group = dist::Group::connect(*world, std::chrono::seconds(60));
+  const double r = group.rank() + 1;  // 1, 2
+  std::vector<at::Tensor> tensors{torch::full({3, 4}, r), torch::full({1000}, 10 * r, torch::kDouble),
+                                  torch::full({700}, -r).t(), torch::full({2, 2}, r * r, torch::kDouble)};
+  group.averageInPlace(tensors, /*bucket_bytes=*/1024);
+  EXPECT_TRUE(tensors[0].eq(1.5).all().item<bool>());
+  EXPECT_TRUE(tensors[1].eq(15.0).all().item<bool>());
+  EXPECT_TRUE(tensors[2].eq(-1.5).all().item<bool>());
+  EXPECT_TRUE(tensors[3].eq(2.5).all().item<bool>());
+  group.barrier();
+}
+
+TEST(DistributedGroup, AveragesAcrossTwoRanks) {
+  c10d::TCPStoreOptions options;
+  options.port = 0;
+  options.isServer = true;
+  options.waitWorkers = false;
+  c10d::TCPStore store("127.0.0.1", options);
+  std::vector<pid_t> ranks;
+  for (int rank = 0; rank < 2; ++rank) {
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      ::setenv("WORLD_SIZE", "2", 1);
+      ::setenv("RANK", std::to_string(rank).c_str(), 1);
+      ::setenv("MASTER_ADDR", "127.0.0.1", 1);
+      ::setenv("MASTER_PORT", std::to_string(store.getPort()).c_str(), 1);
+      ::setenv("TORCHELASTIC_USE_AGENT_STORE", "True", 1);
+      const char* argv[] = {"/proc/self/exe", "--gtest_also_run_disabled_tests",
+                            "--gtest_filter=DistWorker.DISABLED_Averages", nullptr};
+      ::execv("/proc/self/exe", const_cast<char**>(argv));
+      ::_exit(127);
+    }
+    ranks.push_back(pid);
+  }
+  for (const pid_t pid : ranks) {
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "a rank failed (its output is above)";
+  }
+}
+
+}  // namespace
+}  // namespace hfta
