@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Installs what hfta needs and skips what is already there:
 #   Debian packages (compilers, fmt, CLI11, nlohmann-json, GoogleTest, FileCheck,
-#   clang-format, and fortunes: English text that becomes .data/fortunes,
-#   hfta-train's default text corpus in WikiText-2's format)
+#   clang-format, gloo's headers (libgloo-dev: the torch wheel has c10d's Gloo
+#   backend but not the gloo headers its header includes), and fortunes:
+#   English text that becomes .data/fortunes, hfta-train's default text
+#   corpus in WikiText-2's format)
 #   and a project-local virtual environment (.venv) with the pinned torch,
 #   from whose wheel LibTorch is taken, plus cmake, ninja, lit,
 #   scikit-learn (whose 8x8 digits become .data/digits.pt, hfta-train's
