@@ -1,16 +1,17 @@
 // hfta::dist: torchrun's environment read as torchrun sets it, and ranks
-// that average tensors through c10d's Gloo backend. The ranks are this
-// test binary run again (fork and exec: a process that has run OpenMP
-// must not go on computing after a bare fork), each running the disabled
-// DistWorker test; the parent serves the store, as torchrun's agent does.
+// that average tensors through c10d's Gloo backend: two processes of
+// dist_rank_check.cpp (fork and exec: a process that has run OpenMP must
+// not go on computing after a bare fork); the parent serves the store, as
+// torchrun's agent does.
 #include <gtest/gtest.h>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
-#include <torch/torch.h>
 
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
+#include <map>
+#include <optional>
 #include <string>
 
 #include "dist/world.h"
@@ -94,24 +95,6 @@ TEST(WorldFromEnvironment, NamesTheVariableThatIsWrong) {
   }
 }
 
-// One rank, run by AveragesAcrossTwoRanks only (hence disabled): tensors
-// whose values are the rank's, in 1 KiB buckets (several per dtype); the
-// means are exact in binary floating point.
-TEST(DistWorker, DISABLED_Averages) {
-  const auto world = dist::worldFromEnvironment();
-  ASSERT_TRUE(world.has_value());
-  auto group = dist::Group::connect(*world, std::chrono::seconds(60));
-  const double r = group.rank() + 1;  // 1, 2
-  std::vector<at::Tensor> tensors{torch::full({3, 4}, r), torch::full({1000}, 10 * r, torch::kDouble),
-                                  torch::full({700}, -r).t(), torch::full({2, 2}, r * r, torch::kDouble)};
-  group.averageInPlace(tensors, /*bucket_bytes=*/1024);
-  EXPECT_TRUE(tensors[0].eq(1.5).all().item<bool>());
-  EXPECT_TRUE(tensors[1].eq(15.0).all().item<bool>());
-  EXPECT_TRUE(tensors[2].eq(-1.5).all().item<bool>());
-  EXPECT_TRUE(tensors[3].eq(2.5).all().item<bool>());
-  group.barrier();
-}
-
 TEST(DistributedGroup, AveragesAcrossTwoRanks) {
   c10d::TCPStoreOptions options;
   options.port = 0;
@@ -128,9 +111,8 @@ TEST(DistributedGroup, AveragesAcrossTwoRanks) {
       ::setenv("MASTER_ADDR", "127.0.0.1", 1);
       ::setenv("MASTER_PORT", std::to_string(store.getPort()).c_str(), 1);
       ::setenv("TORCHELASTIC_USE_AGENT_STORE", "True", 1);
-      const char* argv[] = {"/proc/self/exe", "--gtest_also_run_disabled_tests",
-                            "--gtest_filter=DistWorker.DISABLED_Averages", nullptr};
-      ::execv("/proc/self/exe", const_cast<char**>(argv));
+      const char* argv[] = {HFTA_DIST_RANK_CHECK, nullptr};
+      ::execv(HFTA_DIST_RANK_CHECK, const_cast<char**>(argv));
       ::_exit(127);
     }
     ranks.push_back(pid);
