@@ -49,7 +49,7 @@ std::optional<World> worldFromEnvironment() {
   world.local_rank = variable("LOCAL_RANK") ? required("LOCAL_RANK", 0, world.size - 1) : 0;
   world.master_addr = variable("MASTER_ADDR").value_or("127.0.0.1");
   world.agent_store = variable("TORCHELASTIC_USE_AGENT_STORE").value_or("") == "True";
-  world.master_port = required("MASTER_PORT", world.rank == 0 && !world.agent_store ? 0 : 1, 65535);
+  world.master_port = required("MASTER_PORT", 1, 65535);
   return world;
 }
 
@@ -66,32 +66,29 @@ Group Group::connect(const World& world, std::chrono::milliseconds timeout) {
   return group;
 }
 
-int Group::port() const { return c10::static_intrusive_pointer_cast<c10d::TCPStore>(store_)->getPort(); }
-
 void Group::averageInPlace(const std::vector<at::Tensor>& tensors, int64_t bucket_bytes) {
   // Buckets per dtype and device, filled in the order given.
-  std::map<std::pair<at::ScalarType, std::string>, std::vector<std::vector<at::Tensor>>> buckets;
-  std::map<std::pair<at::ScalarType, std::string>, int64_t> filled;
+  struct Bucket {
+    std::vector<at::Tensor> tensors;
+    int64_t bytes = 0;
+  };
+  std::map<std::pair<at::ScalarType, std::string>, std::vector<Bucket>> buckets;
   for (const auto& t : tensors) {
-    const auto key = std::make_pair(t.scalar_type(), t.device().str());
-    auto& list = buckets[key];
+    auto& list = buckets[{t.scalar_type(), t.device().str()}];
     const int64_t bytes = t.numel() * t.element_size();
-    if (list.empty() || filled[key] + bytes > bucket_bytes) {
-      list.emplace_back();
-      filled[key] = 0;
-    }
-    list.back().push_back(t);
-    filled[key] += bytes;
+    if (list.empty() || list.back().bytes + bytes > bucket_bytes) list.emplace_back();
+    list.back().tensors.push_back(t);
+    list.back().bytes += bytes;
   }
   for (auto& [key, list] : buckets) {
     for (auto& bucket : list) {
       std::vector<at::Tensor> flat_parts;
-      for (const auto& t : bucket) flat_parts.push_back(t.reshape(-1));
+      for (const auto& t : bucket.tensors) flat_parts.push_back(t.reshape(-1));
       std::vector<at::Tensor> flat{at::cat(flat_parts)};
       backend_->allreduce(flat)->wait();
       flat[0].div_(size());
       int64_t offset = 0;
-      for (auto& t : bucket) {
+      for (auto& t : bucket.tensors) {
         t.copy_(flat[0].narrow(0, offset, t.numel()).view(t.sizes()));
         offset += t.numel();
       }

@@ -18,7 +18,7 @@ struct World {
   int size = 1;
   int local_rank = 0;
   std::string master_addr = "127.0.0.1";
-  int master_port = 0;  // rank 0 with 0: a free port (Group::port())
+  int master_port = 0;
   // The store is served by someone else (torchrun's agent sets
   // TORCHELASTIC_USE_AGENT_STORE=True): every rank connects as a client.
   bool agent_store = false;
@@ -38,8 +38,6 @@ class Group {
 
   int rank() const { return backend_->getRank(); }
   int size() const { return backend_->getSize(); }
-  // The store's port (what rank 0 bound when asked for port 0).
-  int port() const;
 
   // Each rank ends with the mean over ranks of `tensors` (in place):
   // tensors of one dtype are flattened into buckets of at most
