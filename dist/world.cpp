@@ -3,11 +3,15 @@
 #include <fmt/format.h>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#ifdef HFTA_DIST_NCCL
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
 
 #include <cstdlib>
 #include <map>
 
 #include "passes/hfta/hfta.h"
+#include "passes/ir/diagnostics.h"
 
 namespace hfta::dist {
 namespace {
@@ -53,49 +57,112 @@ std::optional<World> worldFromEnvironment() {
   return world;
 }
 
-Group Group::connect(const World& world, std::chrono::milliseconds timeout) {
+namespace {
+
+c10::intrusive_ptr<c10d::Backend> backendFor(const c10::intrusive_ptr<c10d::Store>& store, const World& world,
+                                             c10::Device device, std::chrono::milliseconds timeout) {
+  if (device.is_cuda()) {
+#ifdef HFTA_DIST_NCCL
+    auto options = c10d::ProcessGroupNCCL::Options::create();
+    options->timeout = timeout;
+    return c10::make_intrusive<c10d::ProcessGroupNCCL>(store, world.rank, world.size, options);
+#else
+    throw UserError("data-parallel training on CUDA needs hfta built with CUDA (NCCL); this build has none");
+#endif
+  }
+  return c10::make_intrusive<c10d::ProcessGroupGloo>(store, world.rank, world.size,
+                                                     c10d::ProcessGroupGloo::Options::create_default(timeout));
+}
+
+// Tensors of one dtype and device flattened into one, in the order given.
+struct Bucket {
+  std::vector<at::Tensor> tensors;
+  int64_t bytes = 0;
+  at::Tensor flat;
+};
+
+std::vector<Bucket> bucketsOf(const std::vector<at::Tensor>& tensors, int64_t bucket_bytes) {
+  std::map<std::pair<at::ScalarType, std::string>, std::vector<Bucket>> by_kind;
+  for (const auto& t : tensors) {
+    auto& list = by_kind[{t.scalar_type(), t.device().str()}];
+    const int64_t bytes = t.numel() * t.element_size();
+    if (list.empty() || list.back().bytes + bytes > bucket_bytes) list.emplace_back();
+    list.back().tensors.push_back(t);
+    list.back().bytes += bytes;
+  }
+  std::vector<Bucket> buckets;
+  for (auto& [kind, list] : by_kind) {
+    for (auto& bucket : list) {
+      std::vector<at::Tensor> parts;
+      for (const auto& t : bucket.tensors) parts.push_back(t.reshape(-1));
+      bucket.flat = at::cat(parts);
+      buckets.push_back(std::move(bucket));
+    }
+  }
+  return buckets;
+}
+
+// Runs `collective` on every bucket (all in flight together), waits, and
+// copies the results back into the tensors.
+template <typename Collective>
+void inBuckets(const std::vector<at::Tensor>& tensors, int64_t bucket_bytes, const char* what, int ranks,
+               const Collective& collective) {
+  auto buckets = bucketsOf(tensors, bucket_bytes);
+  std::vector<c10::intrusive_ptr<c10d::Work>> works;
+  try {
+    for (auto& bucket : buckets) {
+      std::vector<at::Tensor> flat{bucket.flat};
+      works.push_back(collective(flat));
+    }
+    for (auto& work : works) work->wait();
+  } catch (const std::exception& e) {
+    throw CollectiveError(fmt::format("the {} across {} ranks failed (a rank stopped, or stopped answering): {}", what,
+                                      ranks, errorSummary(e)));
+  }
+  for (auto& bucket : buckets) {
+    int64_t offset = 0;
+    for (auto& t : bucket.tensors) {
+      t.copy_(bucket.flat.narrow(0, offset, t.numel()).view(t.sizes()));
+      offset += t.numel();
+    }
+  }
+}
+
+}  // namespace
+
+Group Group::connect(const World& world, c10::Device device, std::chrono::milliseconds timeout) {
   c10d::TCPStoreOptions options;
   options.port = static_cast<uint16_t>(world.master_port);
   options.isServer = world.rank == 0 && !world.agent_store;
   options.numWorkers = world.size;
   options.timeout = timeout;
   Group group;
-  group.store_ = c10::make_intrusive<c10d::TCPStore>(world.master_addr, options);
-  group.backend_ = c10::make_intrusive<c10d::ProcessGroupGloo>(
-      group.store_, world.rank, world.size, c10d::ProcessGroupGloo::Options::create_default(timeout));
+  try {
+    group.store_ = c10::make_intrusive<c10d::TCPStore>(world.master_addr, options);
+    group.backend_ = backendFor(group.store_, world, device, timeout);
+  } catch (const c10::Error& e) {
+    throw UserError(fmt::format("rank {} of {} could not join the others at {}:{}: {}", world.rank, world.size,
+                                world.master_addr, world.master_port, errorSummary(e)));
+  }
   return group;
 }
 
-void Group::averageInPlace(const std::vector<at::Tensor>& tensors, int64_t bucket_bytes) {
-  // Buckets per dtype and device, filled in the order given.
-  struct Bucket {
-    std::vector<at::Tensor> tensors;
-    int64_t bytes = 0;
-  };
-  std::map<std::pair<at::ScalarType, std::string>, std::vector<Bucket>> buckets;
-  for (const auto& t : tensors) {
-    auto& list = buckets[{t.scalar_type(), t.device().str()}];
-    const int64_t bytes = t.numel() * t.element_size();
-    if (list.empty() || list.back().bytes + bytes > bucket_bytes) list.emplace_back();
-    list.back().tensors.push_back(t);
-    list.back().bytes += bytes;
-  }
-  for (auto& [key, list] : buckets) {
-    for (auto& bucket : list) {
-      std::vector<at::Tensor> flat_parts;
-      for (const auto& t : bucket.tensors) flat_parts.push_back(t.reshape(-1));
-      std::vector<at::Tensor> flat{at::cat(flat_parts)};
-      backend_->allreduce(flat)->wait();
-      flat[0].div_(size());
-      int64_t offset = 0;
-      for (auto& t : bucket.tensors) {
-        t.copy_(flat[0].narrow(0, offset, t.numel()).view(t.sizes()));
-        offset += t.numel();
-      }
-    }
-  }
+void Group::sumInPlace(const std::vector<at::Tensor>& tensors, int64_t bucket_bytes) {
+  inBuckets(tensors, bucket_bytes, "all-reduce", size(),
+            [&](std::vector<at::Tensor>& flat) { return backend_->allreduce(flat); });
 }
 
-void Group::barrier() { backend_->barrier()->wait(); }
+void Group::broadcastInPlace(const std::vector<at::Tensor>& tensors, int64_t bucket_bytes) {
+  inBuckets(tensors, bucket_bytes, "broadcast from rank 0", size(),
+            [&](std::vector<at::Tensor>& flat) { return backend_->broadcast(flat); });
+}
+
+void Group::barrier() {
+  try {
+    backend_->barrier()->wait();
+  } catch (const std::exception& e) {
+    throw CollectiveError(fmt::format("the barrier across {} ranks failed: {}", size(), errorSummary(e)));
+  }
+}
 
 }  // namespace hfta::dist

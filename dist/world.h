@@ -2,7 +2,7 @@
 // Where this process sits among the ranks of a data-parallel run, as
 // torchrun (or a cluster scheduler setting the same variables) says, and
 // the process group the ranks share: c10d's TCPStore at the master's
-// address and a Gloo backend (ProcessGroupGloo) over it.
+// address and a backend over it (Gloo for CPU tensors, NCCL for CUDA).
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
@@ -30,19 +30,32 @@ struct World {
 // variable when one is missing or not a number in range.
 std::optional<World> worldFromEnvironment();
 
+// A collective failed: a rank died or stopped answering (c10d's own
+// message follows what was being done).
+class CollectiveError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 class Group {
  public:
-  // Connects to (rank 0: starts) the store and builds the Gloo backend;
-  // waits up to `timeout` for the other ranks.
-  static Group connect(const World& world, std::chrono::milliseconds timeout = std::chrono::minutes(5));
+  // Connects to (rank 0: starts) the store and builds the backend for
+  // tensors on `device`: Gloo for the CPU, NCCL for CUDA (one device per
+  // rank); waits up to `timeout` for the other ranks, and a collective up
+  // to `timeout` for the slowest.
+  static Group connect(const World& world, c10::Device device = at::kCPU,
+                       std::chrono::milliseconds timeout = std::chrono::minutes(5));
 
   int rank() const { return backend_->getRank(); }
   int size() const { return backend_->getSize(); }
 
-  // Each rank ends with the mean over ranks of `tensors` (in place):
-  // tensors of one dtype are flattened into buckets of at most
-  // `bucket_bytes`, one all-reduce per bucket.
-  void averageInPlace(const std::vector<at::Tensor>& tensors, int64_t bucket_bytes = 25 << 20);
+  // Each rank ends with the sum over ranks of `tensors` (in place): tensors
+  // of one dtype are flattened into buckets of at most `bucket_bytes`, one
+  // all-reduce per bucket, all in flight at once. CollectiveError if a rank
+  // is gone.
+  void sumInPlace(const std::vector<at::Tensor>& tensors, int64_t bucket_bytes = 25 << 20);
+  // Each rank ends with rank 0's `tensors` (in place), in buckets likewise.
+  void broadcastInPlace(const std::vector<at::Tensor>& tensors, int64_t bucket_bytes = 25 << 20);
   void barrier();
 
  private:

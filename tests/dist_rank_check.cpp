@@ -1,31 +1,50 @@
 // One rank of a data-parallel group, started by dist_test.cpp or by
-// torchrun: tensors whose values are the rank's, averaged in 1 KiB buckets
-// (several per dtype); the means of ranks 1 and 2 (values r and r*r) are
-// exact in binary floating point. Exit 0 when every value is right.
+// torchrun: tensors whose values are the rank's (ranks 1 and 2 here, as
+// values r and r*r), summed in 1 KiB buckets (several per dtype), then
+// rank 0's broadcast; every result is exact in binary floating point. Exit 0
+// when every value is right. With --leave, rank 1 exits once joined and
+// rank 0 exits 0 only if its all-reduce then fails with a CollectiveError.
 #include <fmt/format.h>
 #include <torch/torch.h>
 
 #include "dist/world.h"
 
-int main() {
+int main(int argc, char** argv) {
+  const std::string mode = argc > 1 ? argv[1] : "--collectives";
   const auto world = hfta::dist::worldFromEnvironment();
   if (!world || world->size != 2) {
     fmt::print(stderr, "dist_rank_check: run as one of 2 ranks (WORLD_SIZE=2)\n");
     return 2;
   }
-  auto group = hfta::dist::Group::connect(*world, std::chrono::seconds(60));
+  auto group = hfta::dist::Group::connect(*world, at::kCPU, std::chrono::seconds(60));
+  if (mode == "--leave") {
+    if (group.rank() == 1) return 0;
+    try {
+      group.sumInPlace({torch::ones({4})});
+    } catch (const hfta::dist::CollectiveError& e) {
+      fmt::print("rank 0: {}\n", e.what());
+      return 0;
+    }
+    fmt::print(stderr, "rank 0: the all-reduce with a rank gone did not fail\n");
+    return 1;
+  }
   const double r = group.rank() + 1;  // 1, 2
   std::vector<at::Tensor> tensors{torch::full({3, 4}, r), torch::full({1000}, 10 * r, torch::kDouble),
                                   torch::full({700}, -r).t(), torch::full({2, 2}, r * r, torch::kDouble)};
-  group.averageInPlace(tensors, /*bucket_bytes=*/1024);
-  const std::vector<double> expected{1.5, 15.0, -1.5, 2.5};
   int wrong = 0;
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    if (!tensors[i].eq(expected[i]).all().item<bool>()) {
-      fmt::print(stderr, "rank {}: tensor {} is not all {}\n", group.rank(), i, expected[i]);
-      ++wrong;
+  auto check = [&](const char* what, const std::vector<double>& expected) {
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      if (!tensors[i].eq(expected[i]).all().item<bool>()) {
+        fmt::print(stderr, "rank {}: after the {}, tensor {} is not all {}\n", group.rank(), what, i, expected[i]);
+        ++wrong;
+      }
     }
-  }
+  };
+  group.sumInPlace(tensors, /*bucket_bytes=*/1024);
+  check("sum", {3, 30, -3, 5});
+  for (auto& t : tensors) t.fill_(r);
+  group.broadcastInPlace(tensors, /*bucket_bytes=*/1024);
+  check("broadcast", {1, 1, 1, 1});
   group.barrier();
   return wrong == 0 ? 0 : 1;
 }

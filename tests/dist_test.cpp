@@ -95,7 +95,9 @@ TEST(WorldFromEnvironment, NamesTheVariableThatIsWrong) {
   }
 }
 
-TEST(DistributedGroup, AveragesAcrossTwoRanks) {
+// Starts dist_rank_check as ranks 0 and 1 (with `mode` as its argument)
+// while this process serves their store, and expects both to exit 0.
+void runTwoRanks(const char* mode) {
   c10d::TCPStoreOptions options;
   options.port = 0;
   options.isServer = true;
@@ -111,7 +113,7 @@ TEST(DistributedGroup, AveragesAcrossTwoRanks) {
       ::setenv("MASTER_ADDR", "127.0.0.1", 1);
       ::setenv("MASTER_PORT", std::to_string(store.getPort()).c_str(), 1);
       ::setenv("TORCHELASTIC_USE_AGENT_STORE", "True", 1);
-      const char* argv[] = {HFTA_DIST_RANK_CHECK, nullptr};
+      const char* argv[] = {HFTA_DIST_RANK_CHECK, mode, nullptr};
       ::execv(HFTA_DIST_RANK_CHECK, const_cast<char**>(argv));
       ::_exit(127);
     }
@@ -123,6 +125,12 @@ TEST(DistributedGroup, AveragesAcrossTwoRanks) {
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "a rank failed (its output is above)";
   }
 }
+
+TEST(DistributedGroup, SumsAndBroadcastsAcrossTwoRanks) { runTwoRanks("--collectives"); }
+
+// Rank 1 exits after joining; rank 0's next all-reduce fails with a
+// CollectiveError rather than waiting for ever.
+TEST(DistributedGroup, ARankThatLeavesFailsTheOthersCollective) { runTwoRanks("--leave"); }
 
 }  // namespace
 }  // namespace hfta
