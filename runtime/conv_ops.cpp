@@ -12,6 +12,7 @@
 
 #include "runtime/autotune.h"
 #include "runtime/ops.h"
+#include "runtime/sync_batch_norm.h"
 
 namespace hfta::ops {
 namespace {
@@ -204,6 +205,10 @@ at::Tensor batch_norm(const at::Tensor& input, const std::optional<at::Tensor>& 
                       const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& running_mean,
                       const std::optional<at::Tensor>& running_var, bool training, double momentum, double eps,
                       bool cudnn_enabled) {
+  if (training && batchNormSynchronized()) {
+    return syncBatchNorm(input, flattened(weight), flattened(bias), flattened(running_mean), flattened(running_var),
+                         at::full({input.size(1)}, momentum, at::kDouble), eps);
+  }
   return at::batch_norm(input, flattened(weight), flattened(bias), flattened(running_mean), flattened(running_var),
                         training, momentum, eps, cudnn_enabled);
 }
@@ -219,6 +224,13 @@ at::Tensor batch_norm_momenta(const at::Tensor& input, const std::optional<at::T
     return hfta::ops::batch_norm(input, weight, bias, running_mean, running_var, training, momenta[0], eps,
                                  cudnn_enabled);
   }
+  const int64_t members = static_cast<int64_t>(momenta.size());
+  const auto per_channel = at::tensor(std::vector<double>(momenta.begin(), momenta.end()), at::kDouble)
+                               .repeat_interleave(input.size(1) / members);
+  if (batchNormSynchronized()) {
+    return syncBatchNorm(input, flattened(weight), flattened(bias), flattened(running_mean), flattened(running_var),
+                         per_channel, eps);
+  }
   // Normalize with the batch statistics, then update each member's running
   // statistics with its own momentum, as at::batch_norm does with one.
   auto output = at::batch_norm(input, flattened(weight), flattened(bias), std::nullopt, std::nullopt, /*training=*/true,
@@ -229,10 +241,7 @@ at::Tensor batch_norm_momenta(const at::Tensor& input, const std::optional<at::T
   // In the statistics' dtype, as at::batch_norm accumulates them: under
   // autocast the input may be bfloat16 or float16.
   const auto [var, mean] = at::var_mean(input.to(running_mean->scalar_type()), reduced, /*correction=*/1);
-  const int64_t members = static_cast<int64_t>(momenta.size());
-  const auto m = at::tensor(std::vector<double>(momenta.begin(), momenta.end()))
-                     .to(input.options().dtype(running_mean->scalar_type()))
-                     .repeat_interleave(input.size(1) / members);
+  const auto m = per_channel.to(input.options().dtype(running_mean->scalar_type()));
   auto rm = flattened(running_mean).value();
   rm.mul_(1 - m).add_(m * mean);
   if (running_var.has_value() && running_var->defined()) {
