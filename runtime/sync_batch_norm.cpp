@@ -13,6 +13,13 @@ std::shared_ptr<const CrossRankSum>& installedSum() {
   return sum;
 }
 
+// Per thread: the forward that reads it runs on the thread that set it
+// (and the tests run two ranks as two threads).
+bool& standIn() {
+  thread_local bool stand_in = false;
+  return stand_in;
+}
+
 // y = sum over ranks of x. Every rank's y depends on every rank's x, so the
 // gradient of x is the sum over ranks of y's gradients.
 struct SumOverRanks : torch::autograd::Function<SumOverRanks> {
@@ -37,9 +44,14 @@ SyncBatchNormScope::SyncBatchNormScope(CrossRankSum sum) {
   installedSum() = std::make_shared<const CrossRankSum>(std::move(sum));
 }
 
-SyncBatchNormScope::~SyncBatchNormScope() { installedSum().reset(); }
+SyncBatchNormScope::~SyncBatchNormScope() {
+  installedSum().reset();
+  standIn() = false;
+}
 
 bool batchNormSynchronized() { return installedSum() != nullptr; }
+
+void setStandInShard(bool stand_in) { standIn() = stand_in; }
 
 at::Tensor syncBatchNorm(const at::Tensor& input, const std::optional<at::Tensor>& weight,
                          const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& running_mean,
@@ -56,12 +68,13 @@ at::Tensor syncBatchNorm(const at::Tensor& input, const std::optional<at::Tensor
   // Two passes, each one sum over ranks: the mean, then the squared
   // deviations from it (stable where E[x^2] - mean^2 would cancel). The
   // count travels with the first sum: shards may differ in size.
-  const double local_count = input.numel() / std::max<int64_t>(channels, 1);
-  const auto sums = SumOverRanks::apply(at::cat({x.sum(reduced), at::full({1}, local_count, x.options())}));
+  const double local_count = standIn() ? 0.0 : input.numel() / std::max<int64_t>(channels, 1);
+  const double share = standIn() ? 0.0 : 1.0;
+  const auto sums = SumOverRanks::apply(at::cat({x.sum(reduced) * share, at::full({1}, local_count, x.options())}));
   const auto count = sums.narrow(0, channels, 1).detach();
   const auto mean = sums.narrow(0, 0, channels) / count;
   const auto centered = x - mean.view(shape);
-  const auto var = SumOverRanks::apply(centered.pow(2).sum(reduced)) / count;
+  const auto var = SumOverRanks::apply(centered.pow(2).sum(reduced) * share) / count;
   auto y = centered * at::rsqrt(var + eps).view(shape);
   if (weight && weight->defined()) y = y * weight->view(shape);
   if (bias && bias->defined()) y = y + bias->view(shape);

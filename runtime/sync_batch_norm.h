@@ -27,6 +27,10 @@ class SyncBatchNormScope {
 
 // Whether a scope is alive.
 bool batchNormSynchronized();
+// While true, this rank's input is a stand-in (the batch had fewer samples
+// than there are ranks, and this rank got none): it takes part in the sums
+// with zeros, its sample counting for nothing.
+void setStandInShard(bool stand_in);
 
 // Batch norm in training mode over the global batch: input [N, C, *] (this
 // rank's N samples, possibly none), weight and bias [C], running
