@@ -7,6 +7,13 @@
 // the members ranked by the chosen metric, and --export-best DIR writes the
 // best member(s) as plain .pt files. The run itself is train/run.h; this is
 // its command line.
+//
+// Under torchrun (or with torchrun's RANK, WORLD_SIZE, MASTER_ADDR and
+// MASTER_PORT set by hand) each process is one rank of a data-parallel run
+// (docs/distributed.md): rank 0 reports and writes the metrics, checkpoints
+// and exported members; every rank prints its errors.
+//
+//   torchrun --standalone --nproc-per-node 2 --no-python hfta-train fused.pt --lr 0.01,0.1 --out runs/dp
 #include <ATen/Parallel.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -19,6 +26,7 @@
 #include <filesystem>
 #include <sstream>
 
+#include "dist/world.h"
 #include "passes/hfta/hfta.h"
 #include "runtime/allocator.h"
 #include "tools/tool_main.h"
@@ -94,7 +102,7 @@ int main(int argc, char** argv) {
   std::map<std::string, std::string> settings;           // optimizer setting name -> values
   std::map<std::string, std::string> schedule_settings;  // schedule setting name -> values
   std::string out, export_best, metric = "accuracy", seeds, dtype = "float32", checkpoint, device = "cpu", amp_dtype;
-  bool amp = false;
+  bool amp = false, auto_resume = false;
   int threads = 0;
   int64_t top = 1, checkpoint_every = 0;
   app.add_option("model", config.model, "the fused module (.pt) written by hfta-fuse")->required();
@@ -154,6 +162,12 @@ int main(int argc, char** argv) {
   app.add_option("--checkpoint-every", checkpoint_every,
                  "write a checkpoint every N epochs (0: only when interrupted)");
   app.add_option("--resume", config.resume, "go on from a checkpoint folder (of a run of the same model)");
+  app.add_flag("--auto-resume", auto_resume,
+               "go on from the checkpoint folder (--checkpoint) if it holds a checkpoint, else start: for a command "
+               "that is restarted as it is (torchrun --max-restarts, a cluster's requeue)");
+  app.add_flag("--sync-batch-norm", options.sync_batch_norm,
+               "data parallel: batch norm normalizes with the statistics of the whole batch, all ranks' shards "
+               "(default: each rank's shard, with rank 0's running statistics)");
   app.add_option("--array-size", config.array_size,
                  "with a plain model.pt (not fused): train this many fresh members of it, re-initialized from --seeds");
   app.add_option("--seeds", seeds, "the members' seeds, one per member (default 0, 1, ...)");
@@ -184,10 +198,33 @@ int main(int argc, char** argv) {
       for (double seed : seeds.empty() ? std::vector<double>{} : parseValues("--seeds", seeds)) {
         config.seeds.push_back(static_cast<uint64_t>(seed));
       }
-      makeFolder(out);
-      makeFolder(export_best);
+      // Data parallel: this process is one rank of a group.
+      const auto world = hfta::dist::worldFromEnvironment();
+      std::optional<hfta::dist::Group> group;
+      if (world) {
+        // One GPU per rank of a node: cuda means cuda:LOCAL_RANK.
+        if (options.device.is_cuda() && !options.device.has_index()) {
+          options.device = hfta::train::deviceByName(fmt::format("cuda:{}", world->local_rank));
+        }
+        group = hfta::dist::Group::connect(*world, options.device);
+        options.group = &*group;
+      }
+      // Rank 0 reports and writes; the others' reports would repeat it.
+      const bool lead = !world || world->rank == 0;
+      if (!lead && std::freopen("/dev/null", "w", stdout) == nullptr) throw UserError("cannot quiet stdout");
+      if (lead) {
+        makeFolder(out);
+        makeFolder(export_best);
+      }
       if (threads > 0) at::set_num_threads(threads);
       if (checkpoint.empty()) checkpoint = (std::filesystem::path(out.empty() ? "." : out) / "checkpoint").string();
+      if (auto_resume) {
+        if (!config.resume.empty()) throw UserError("--auto-resume goes on from --checkpoint; drop --resume");
+        std::error_code ec;
+        if (std::filesystem::exists(checkpoint, ec) || std::filesystem::exists(checkpoint + ".old", ec)) {
+          config.resume = checkpoint;
+        }
+      }
 
       if (config.data.empty()) {
         config.data = config.dataset.rfind("wikitext", 0) == 0 ? HFTA_CORPUS_PATH : HFTA_DIGITS_PATH;
@@ -199,7 +236,7 @@ int main(int argc, char** argv) {
                    run.progress().epochs_done, run.progress().batches_done);
       }
       // A progress bar where stderr is a terminal; plain epoch lines otherwise.
-      const bool show_bar = isatty(STDERR_FILENO) != 0;
+      const bool show_bar = lead && isatty(STDERR_FILENO) != 0;
       std::signal(SIGINT, requestStop);
       std::signal(SIGTERM, requestStop);
       std::vector<std::string> described;
@@ -209,6 +246,11 @@ int main(int argc, char** argv) {
                  config.model, run.trainData().name, run.trainData().size(), run.heldOutData().size(),
                  text ? fmt::format("; a vocabulary of {} words", run.trainData().classes) : "", config.optimizer,
                  fmt::join(described, " "));
+      if (world) {
+        fmt::print("hfta-train: data parallel over {} ranks ({}), batches of {} shared among them; batch norm {}\n",
+                   world->size, options.device.is_cuda() ? "NCCL" : "Gloo", options.batch_size,
+                   options.sync_batch_norm ? "over the whole batch" : "per rank's shard, rank 0's statistics");
+      }
       if (options.amp) {
         fmt::print("hfta-train: mixed precision: {} autocast on {}{}\n", amp_name, options.device.str(),
                    *options.amp == at::kHalf ? ", a loss scale per member" : "");
@@ -216,23 +258,41 @@ int main(int argc, char** argv) {
       double train_seconds = 0;
       int64_t epochs_run = 0;
       const auto start = std::chrono::steady_clock::now();
+      // The epoch of the last checkpoint this run wrote (every rank knows it).
+      std::optional<int64_t> checkpointed;
       while (!run.finished()) {
         const int64_t epoch_in_flight = run.progress().epochs_done + 1;
-        const auto epoch_rows = run.nextEpoch([&](int64_t done, int64_t total) {
-          if (show_bar) printBar(epoch_in_flight, done, total);
-          return g_stop.load();
-        });
+        std::vector<MemberEpoch> epoch_rows;
+        try {
+          epoch_rows = run.nextEpoch([&](int64_t done, int64_t total) {
+            if (show_bar) printBar(epoch_in_flight, done, total);
+            return g_stop.load();
+          });
+        } catch (const hfta::dist::CollectiveError& e) {
+          throw UserError(fmt::format(
+              "rank {} of {}, epoch {}: {}. {}; restart all ranks with --resume {} (or the same command with "
+              "--auto-resume)",
+              world->rank, world->size, epoch_in_flight, e.what(),
+              checkpointed ? fmt::format("The checkpoint {} (after epoch {}) is intact", checkpoint, *checkpointed)
+                           : "No checkpoint was written yet (--checkpoint-every N writes one every N epochs)",
+              checkpoint));
+        }
         if (show_bar) fmt::print(stderr, "\r\033[K");  // the bar gives way to the epoch's line
         if (epoch_rows.empty()) {
-          run.saveCheckpoint(checkpoint);
-          fmt::print(stderr, "hfta-train: interrupted; checkpoint in {}; go on with --resume {}\n", checkpoint,
-                     checkpoint);
+          if (lead) {
+            run.saveCheckpoint(checkpoint);
+            fmt::print(stderr, "hfta-train: interrupted; checkpoint in {}; go on with --resume {}\n", checkpoint,
+                       checkpoint);
+          }
           return kExitInterrupted;
         }
-        if (checkpoint_every > 0 && epoch_rows[0].epoch % checkpoint_every == 0) run.saveCheckpoint(checkpoint);
+        if (checkpoint_every > 0 && epoch_rows[0].epoch % checkpoint_every == 0) {
+          if (lead) run.saveCheckpoint(checkpoint);
+          checkpointed = epoch_rows[0].epoch;
+        }
         fmt::print("{}\n", epochLine(epoch_rows, options.amp == at::kHalf));
         std::fflush(stdout);  // progress shows as it happens, also through a pipe
-        if (!out.empty()) hfta::train::writeMetrics(out, run.rows(), amp_name);
+        if (lead && !out.empty()) hfta::train::writeMetrics(out, run.rows(), amp_name);
         train_seconds += epoch_rows[0].train_seconds;
         ++epochs_run;
       }
@@ -245,12 +305,12 @@ int main(int argc, char** argv) {
         const auto evaluations = run.evaluate();
         fmt::print("\nhfta-train: evaluated on {} ({} samples):\n{}", run.evalData().name, run.evalData().size(),
                    hfta::train::evaluationTable(evaluations));
-        if (!out.empty()) hfta::train::writeEvaluation(out, evaluations, run.evalData().name);
+        if (lead && !out.empty()) hfta::train::writeEvaluation(out, evaluations, run.evalData().name);
       }
       const auto ranked = hfta::train::rankMembers(run.rows(), run.arraySize(), rank_by);
       if (ranked.empty()) return 0;
       fmt::print("\n{}", hfta::train::leaderboard(ranked));
-      if (!export_best.empty()) {
+      if (lead && !export_best.empty()) {
         std::vector<int64_t> best;
         for (const auto& r : ranked) {
           if (static_cast<int64_t>(best.size()) == top || r.diverged) break;
@@ -265,6 +325,8 @@ int main(int argc, char** argv) {
       return 0;
     } catch (const hfta::train::SettingError& e) {
       throw UserError(fmt::format("{}: {}", hfta::tools::flagOf(e.setting()), e.problem()));
+    } catch (const hfta::dist::CollectiveError& e) {  // outside an epoch: starting, or --eval
+      throw UserError(fmt::format("{}; restart all ranks", e.what()));
     }
   });
 }

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "dist/world.h"
 #include "passes/hfta/hfta.h"
 #include "passes/ir/diagnostics.h"
 #include "runtime/autocast.h"
@@ -50,6 +51,56 @@ Trainer::Trainer(torch::jit::Module fused, optim::FusedOptimizer& optimizer, Tra
     // float16's narrow range needs loss scaling; bfloat16 has float32's.
     if (*options_.amp == at::kHalf) scaler_ = std::make_unique<optim::FusedGradScaler>(array_size_);
   }
+  if (options_.sync_batch_norm) {
+    if (options_.group == nullptr) {
+      throw SettingError("sync_batch_norm",
+                         "synchronizes batch norm over the ranks of a data-parallel run, and this run is one "
+                         "process: run it under torchrun (docs/distributed.md)");
+    }
+    sync_batch_norm_ =
+        std::make_unique<ops::SyncBatchNormScope>([group = options_.group](at::Tensor& t) { group->sumInPlace({t}); });
+  }
+  if (options_.group != nullptr) {
+    // Every rank starts from rank 0's weights and buffers.
+    std::vector<at::Tensor> state;
+    for (const auto& p : module_.parameters()) state.push_back(p.detach());
+    for (const auto& b : module_.buffers()) state.push_back(b);
+    options_.group->broadcastInPlace(state);
+  }
+}
+
+Trainer::Share Trainer::shareOf(int64_t n) const {
+  if (options_.group == nullptr) return {0, n, false};
+  const int64_t ranks = options_.group->size(), rank = options_.group->rank();
+  const int64_t base = n / ranks, extra = n % ranks;
+  const int64_t begin = rank * base + std::min(rank, extra), size = base + (rank < extra ? 1 : 0);
+  if (size == 0) return {0, 1, true};
+  return {begin, begin + size, false};
+}
+
+void Trainer::sumOverRanks(const std::vector<at::Tensor>& tensors) const {
+  std::vector<at::Tensor> on_device;
+  for (const auto& t : tensors) on_device.push_back(t.to(options_.device));
+  options_.group->sumInPlace(on_device);
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    if (!on_device[i].is_same(tensors[i])) tensors[i].copy_(on_device[i]);
+  }
+}
+
+void Trainer::sumGradientsOverRanks() {
+  std::vector<at::Tensor> grads;
+  for (auto p : module_.parameters()) {
+    if (!p.requires_grad()) continue;
+    if (!p.grad().defined()) p.mutable_grad() = at::zeros_like(p);
+    grads.push_back(p.grad());
+  }
+  options_.group->sumInPlace(grads);
+}
+
+void Trainer::shareRankZeroBuffers() {
+  std::vector<at::Tensor> buffers;
+  for (const auto& b : module_.buffers()) buffers.push_back(b);
+  if (!buffers.empty()) options_.group->broadcastInPlace(buffers);
 }
 
 at::Tensor Trainer::sameForAll(const at::Tensor& images) const {
@@ -88,13 +139,10 @@ std::pair<at::Tensor, at::Tensor> Trainer::memberLossSums(const at::Tensor& outp
                      ? (flat_out - target).pow(2).mean(1)
                      : at::binary_cross_entropy_with_logits(flat_out, target, {}, {}, at::Reduction::None).mean(1);
   }
-  const auto counted = targets.ne(kIgnoreIndex).reshape({array_size_, -1}).sum(1).to(outputs.dtype());
+  // The count in the loss's dtype: autocast's bfloat16 outputs would round
+  // a count above 256.
+  const auto counted = targets.ne(kIgnoreIndex).reshape({array_size_, -1}).sum(1).to(per_sample.scalar_type());
   return {per_sample.view({array_size_, -1}).sum(1), counted};
-}
-
-at::Tensor Trainer::memberLosses(const at::Tensor& outputs, const at::Tensor& targets, int64_t classes) const {
-  const auto [sums, counts] = memberLossSums(outputs, targets, classes);
-  return sums / counts.clamp_min(1);
 }
 
 at::Tensor Trainer::forward(const at::Tensor& input, const Dataset& data) {
@@ -158,17 +206,23 @@ std::vector<MemberEpoch> Trainer::runEpoch(const Dataset& train, const Dataset& 
   for (int64_t b = 0; b < (options_.same_batches ? 1 : array_size_); ++b) orders.push_back(at::randperm(n, gen));
   const int64_t batches = (n + options_.batch_size - 1) / options_.batch_size;
   for (int64_t batch = progress_.batches_done; batch < batches; ++batch) {
-    if (between && between(batch, batches)) return {};
+    const bool asked_to_stop = between && between(batch, batches);
+    if (options_.group == nullptr ? asked_to_stop : stop_agreed_) {
+      stop_agreed_ = false;
+      return {};
+    }
     const int64_t begin = batch * options_.batch_size, end = std::min(n, begin + options_.batch_size);
+    const auto share = shareOf(end - begin);
+    auto mine = [&](const at::Tensor& order) { return order.slice(0, begin + share.begin, begin + share.end); };
     at::Tensor images, labels;
     if (options_.same_batches) {
-      const auto index = orders[0].slice(0, begin, end);
+      const auto index = mine(orders[0]);
       images = train.inputs.index_select(0, index);
       labels = ops::broadcast_to_members(train.targets.index_select(0, index), array_size_);
     } else {
       std::vector<at::Tensor> xs, ys;
       for (const auto& order : orders) {
-        const auto index = order.slice(0, begin, end);
+        const auto index = mine(order);
         xs.push_back(train.inputs.index_select(0, index));
         ys.push_back(train.targets.index_select(0, index));
       }
@@ -177,12 +231,30 @@ std::vector<MemberEpoch> Trainer::runEpoch(const Dataset& train, const Dataset& 
     }
     images = images.to(options_.device);
     labels = labels.to(options_.device);
+    if (options_.group != nullptr && !sync_batch_norm_) shareRankZeroBuffers();
+    ops::setStandInShard(share.stand_in);
     optimizer_.zero_grad();
     // Own streams are stacked [B, N, ...] already.
     const auto outputs = forward(options_.same_batches ? sameForAll(images) : images, train);
-    const auto losses = memberLosses(outputs, labels, train.classes);
+    auto [sums, counts] = memberLossSums(outputs, labels, train.classes);
+    if (share.stand_in) {
+      sums = sums * 0;
+      counts = at::zeros_like(counts);
+    }
+    // Each member's loss over the whole batch: its sums and counts over all
+    // ranks (and with them, whether a rank asked to stop).
+    auto batch_sums = sums.detach(), batch_counts = counts;
+    if (options_.group != nullptr) {
+      const auto packed = at::cat({batch_sums, batch_counts, at::full({1}, asked_to_stop ? 1 : 0, counts.options())});
+      sumOverRanks({packed});
+      batch_sums = packed.narrow(0, 0, array_size_);
+      batch_counts = packed.narrow(0, array_size_, array_size_);
+      stop_agreed_ = packed[2 * array_size_].item<double>() > 0;
+    }
+    const auto losses = sums / batch_counts.clamp_min(1);
     (scaler_ ? scaler_->scale(losses) : losses).sum().backward();
-    const auto detached = losses.detach().to(at::kDouble).cpu();
+    if (options_.group != nullptr) sumGradientsOverRanks();
+    const auto detached = (batch_sums / batch_counts.clamp_min(1)).to(at::kDouble).cpu();
     for (int64_t b = 0; b < array_size_; ++b) {
       const double loss = detached[b].item<double>();
       // With loss scaling a non-finite loss is the scaler's to handle: it
@@ -236,14 +308,19 @@ std::vector<MemberEpoch> Trainer::runEpoch(const Dataset& train, const Dataset& 
 Trainer::Tally Trainer::tally(const Dataset& data) {
   torch::NoGradGuard no_grad;
   module_.eval();
+  if (options_.group != nullptr && !sync_batch_norm_) shareRankZeroBuffers();
   const auto zeros = [&] { return at::zeros({array_size_}, at::kDouble); };
   Tally t{zeros(), zeros(), zeros(), zeros()};
   const int64_t n = data.size();
   for (int64_t begin = 0; begin < n; begin += options_.batch_size) {
-    const int64_t end = std::min(n, begin + options_.batch_size);
-    const auto images = data.inputs.slice(0, begin, end).to(options_.device);
-    const auto labels = ops::broadcast_to_members(data.targets.slice(0, begin, end), array_size_).to(options_.device);
+    // This rank's share of each batch; the ranks' tallies are summed below.
+    const auto share = shareOf(std::min(n, begin + options_.batch_size) - begin);
+    const int64_t from = begin + share.begin, to = begin + share.end;
+    const auto images = data.inputs.slice(0, from, to).to(options_.device);
+    const auto labels = ops::broadcast_to_members(data.targets.slice(0, from, to), array_size_).to(options_.device);
+    ops::setStandInShard(share.stand_in);
     const auto outputs = forward(sameForAll(images), data);
+    if (share.stand_in) continue;
     const auto [sums, counts] = memberLossSums(outputs, labels, data.classes);
     t.loss_sum += sums.to(at::kDouble).cpu();
     t.counted += counts.to(at::kDouble).cpu();
@@ -255,6 +332,7 @@ Trainer::Tally Trainer::tally(const Dataset& data) {
     t.top5 += per_member(top.eq(labels.unsqueeze(-1)).any(-1));
   }
   module_.train();
+  if (options_.group != nullptr) sumOverRanks({t.loss_sum, t.top1, t.top5, t.counted});
   t.counted.clamp_min_(1);
   return t;
 }

@@ -4,7 +4,9 @@
 // gradient is its own; one fused optimizer step updates all. Per epoch and
 // member: training loss, held-out loss and accuracy, learning rate, time.
 // A member whose loss stops being finite is reported and frozen; the others
-// train on.
+// train on. Data parallel (TrainOptions::group), every rank trains the same
+// array on its share of every batch and takes the step one process would
+// take on the whole batch.
 #include <torch/script.h>
 
 #include <functional>
@@ -15,8 +17,13 @@
 
 #include "runtime/optim/grad_scaler.h"
 #include "runtime/optim/optimizer.h"
+#include "runtime/sync_batch_norm.h"
 #include "train/dataset.h"
 #include "train/schedule.h"
+
+namespace hfta::dist {
+class Group;
+}
 
 namespace hfta::train {
 
@@ -44,6 +51,18 @@ struct TrainOptions {
   // for fused graphs (MLP 1.3x, LeNet 1.15x on 2 cores; bench/README.md).
   // Per thread, set around each forward.
   bool profiling_executor = false;
+  // Data parallel (hfta-train under torchrun): the ranks this process trains
+  // with, or none (not owned). Each rank takes a near-equal share of every
+  // batch; each member's loss is its sum over all ranks' samples divided by
+  // their count, and gradients are summed over ranks, so every rank takes
+  // the step one process would take on the whole batch. Losses, held-out
+  // metrics and a request to stop are agreed by all ranks.
+  dist::Group* group = nullptr;
+  // With ranks: batch norm normalizes with the whole batch's statistics
+  // (--sync-batch-norm). Without it, with each rank's shard's, and the
+  // running statistics are rank 0's: each step starts from rank 0's buffers
+  // (as PyTorch's DistributedDataParallel does by default).
+  bool sync_batch_norm = false;
 };
 
 // Where a run is: epochs done, and inside the next epoch the batches done
@@ -116,8 +135,6 @@ class Trainer {
   // they sum over.
   std::pair<at::Tensor, at::Tensor> memberLossSums(const at::Tensor& outputs, const at::Tensor& targets,
                                                    int64_t classes) const;
-  // Each member's mean loss [B].
-  at::Tensor memberLosses(const at::Tensor& outputs, const at::Tensor& targets, int64_t classes) const;
   // The module's outputs for `input` (under autocast if asked); UserError if
   // the model cannot run on the data (an input shape it was not built for).
   at::Tensor forward(const at::Tensor& input, const Dataset& data);
@@ -127,6 +144,23 @@ class Trainer {
     at::Tensor loss_sum, top1, top5, counted;
   };
   Tally tally(const Dataset& data);
+  // This rank's part of a batch of n samples: positions [begin, end) of the
+  // ranks' near-equal shares. A rank left without a sample (n < ranks)
+  // computes sample 0 as a stand-in that weighs nothing: it still takes
+  // part in every sum over ranks.
+  struct Share {
+    int64_t begin = 0, end = 0;
+    bool stand_in = false;
+  };
+  Share shareOf(int64_t n) const;
+  // Sums `tensors` over the ranks, in place (by way of the run's device,
+  // where NCCL needs them).
+  void sumOverRanks(const std::vector<at::Tensor>& tensors) const;
+  // Every parameter's gradient summed over the ranks (zeros where a rank
+  // has none).
+  void sumGradientsOverRanks();
+  // Per-shard batch norm: every rank's buffers become rank 0's.
+  void shareRankZeroBuffers();
 
   torch::jit::Module module_;
   optim::FusedOptimizer& optimizer_;
@@ -136,6 +170,10 @@ class Trainer {
   bool shared_input_;
   Progress progress_;
   std::unique_ptr<optim::FusedGradScaler> scaler_;
+  std::unique_ptr<ops::SyncBatchNormScope> sync_batch_norm_;
+  // Data parallel: a rank asked to stop during the last batch (every rank
+  // learns it from that batch's sum of losses); the next batch does not run.
+  bool stop_agreed_ = false;
 };
 
 }  // namespace hfta::train
