@@ -1,6 +1,7 @@
 #include "dist/world.h"
 
 #include <fmt/format.h>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #ifdef HFTA_DIST_NCCL
@@ -54,6 +55,7 @@ std::optional<World> worldFromEnvironment() {
   world.master_addr = variable("MASTER_ADDR").value_or("127.0.0.1");
   world.agent_store = variable("TORCHELASTIC_USE_AGENT_STORE").value_or("") == "True";
   world.master_port = required("MASTER_PORT", 1, 65535);
+  if (variable("TORCHELASTIC_RESTART_COUNT")) world.restart_count = required("TORCHELASTIC_RESTART_COUNT", 0, 1 << 20);
   return world;
 }
 
@@ -138,7 +140,9 @@ Group Group::connect(const World& world, c10::Device device, std::chrono::millis
   options.timeout = timeout;
   Group group;
   try {
-    group.store_ = c10::make_intrusive<c10d::TCPStore>(world.master_addr, options);
+    group.store_ =
+        c10::make_intrusive<c10d::PrefixStore>(fmt::format("hfta/attempt_{}", world.restart_count),
+                                               c10::make_intrusive<c10d::TCPStore>(world.master_addr, options));
     group.backend_ = backendFor(group.store_, world, device, timeout);
   } catch (const c10::Error& e) {
     throw UserError(fmt::format("rank {} of {} could not join the others at {}:{}: {}", world.rank, world.size,

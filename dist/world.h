@@ -22,10 +22,14 @@ struct World {
   // The store is served by someone else (torchrun's agent sets
   // TORCHELASTIC_USE_AGENT_STORE=True): every rank connects as a client.
   bool agent_store = false;
+  // torchrun's TORCHELASTIC_RESTART_COUNT: the ranks' keys in the store are
+  // kept apart per attempt (a restarted rank must not find the addresses of
+  // the ranks it replaces).
+  int restart_count = 0;
 };
 
-// torchrun's RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT and
-// TORCHELASTIC_USE_AGENT_STORE;
+// torchrun's RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT,
+// TORCHELASTIC_USE_AGENT_STORE and TORCHELASTIC_RESTART_COUNT;
 // nullopt when WORLD_SIZE is not set (one process). UserError naming the
 // variable when one is missing or not a number in range.
 std::optional<World> worldFromEnvironment();

@@ -1,5 +1,5 @@
 // hfta::dist: torchrun's environment read as torchrun sets it, and ranks
-// that average tensors through c10d's Gloo backend: two processes of
+// that sum and broadcast tensors through c10d's Gloo backend: two processes of
 // dist_rank_check.cpp (fork and exec: a process that has run OpenMP must
 // not go on computing after a bare fork); the parent serves the store, as
 // torchrun's agent does.
@@ -64,6 +64,7 @@ TEST(WorldFromEnvironment, ReadsWhatTorchrunSets) {
   env.set("MASTER_ADDR", "10.0.0.7");
   env.set("MASTER_PORT", "29500");
   env.set("TORCHELASTIC_USE_AGENT_STORE", "True");
+  env.set("TORCHELASTIC_RESTART_COUNT", "2");
   const auto world = dist::worldFromEnvironment();
   ASSERT_TRUE(world.has_value());
   EXPECT_EQ(world->size, 4);
@@ -72,6 +73,7 @@ TEST(WorldFromEnvironment, ReadsWhatTorchrunSets) {
   EXPECT_EQ(world->master_addr, "10.0.0.7");
   EXPECT_EQ(world->master_port, 29500);
   EXPECT_TRUE(world->agent_store);
+  EXPECT_EQ(world->restart_count, 2);
 }
 
 TEST(WorldFromEnvironment, NamesTheVariableThatIsWrong) {
