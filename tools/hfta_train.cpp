@@ -297,8 +297,11 @@ int main(int argc, char** argv) {
         ++epochs_run;
       }
       if (epochs_run > 0) {
-        fmt::print("hfta-train: {} epochs: {:.2f} s of training ({:.2f} s per epoch), {:.2f} s in all\n", epochs_run,
+        fmt::print("hfta-train: {} epochs: {:.2f} s of training ({:.2f} s per epoch{}), {:.2f} s in all\n", epochs_run,
                    train_seconds, train_seconds / epochs_run,
+                   world ? fmt::format(", {:.2f} s of it in communication across ranks",
+                                       run.communicationSeconds() / epochs_run)
+                         : "",
                    std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
       }
       if (config.eval) {

@@ -74,6 +74,8 @@ class Run {
   const std::string& resumeNote() const { return resume_note_; }
   const Progress& progress() const { return trainer_->progress(); }
   const std::vector<MemberEpoch>& rows() const { return rows_; }
+  // Data parallel: seconds spent in sums and broadcasts across ranks so far.
+  double communicationSeconds() const { return trainer_->communicationSeconds(); }
   bool finished() const { return progress().epochs_done >= config_.options.epochs; }
 
   // (The rest of) the next epoch: its B rows, also appended to rows(); none

@@ -69,6 +69,21 @@ Trainer::Trainer(torch::jit::Module fused, optim::FusedOptimizer& optimizer, Tra
   }
 }
 
+namespace {
+
+// Adds the seconds of its scope to `total`.
+class Stopwatch {
+ public:
+  explicit Stopwatch(double& total) : total_(total), start_(std::chrono::steady_clock::now()) {}
+  ~Stopwatch() { total_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(); }
+
+ private:
+  double& total_;
+  std::chrono::steady_clock::time_point start_;
+};
+
+}  // namespace
+
 Trainer::Share Trainer::shareOf(int64_t n) const {
   if (options_.group == nullptr) return {0, n, false};
   const int64_t ranks = options_.group->size(), rank = options_.group->rank();
@@ -78,7 +93,8 @@ Trainer::Share Trainer::shareOf(int64_t n) const {
   return {begin, begin + size, false};
 }
 
-void Trainer::sumOverRanks(const std::vector<at::Tensor>& tensors) const {
+void Trainer::sumOverRanks(const std::vector<at::Tensor>& tensors) {
+  const Stopwatch stopwatch(communication_seconds_);
   std::vector<at::Tensor> on_device;
   for (const auto& t : tensors) on_device.push_back(t.to(options_.device));
   options_.group->sumInPlace(on_device);
@@ -88,6 +104,7 @@ void Trainer::sumOverRanks(const std::vector<at::Tensor>& tensors) const {
 }
 
 void Trainer::sumGradientsOverRanks() {
+  const Stopwatch stopwatch(communication_seconds_);
   std::vector<at::Tensor> grads;
   for (auto p : module_.parameters()) {
     if (!p.requires_grad()) continue;
@@ -98,6 +115,7 @@ void Trainer::sumGradientsOverRanks() {
 }
 
 void Trainer::shareRankZeroBuffers() {
+  const Stopwatch stopwatch(communication_seconds_);
   std::vector<at::Tensor> buffers;
   for (const auto& b : module_.buffers()) buffers.push_back(b);
   if (!buffers.empty()) options_.group->broadcastInPlace(buffers);

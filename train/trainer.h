@@ -122,6 +122,10 @@ class Trainer {
   // The per-member loss scaler (float16 autocast), or nullptr.
   optim::FusedGradScaler* scaler() { return scaler_.get(); }
 
+  // Data parallel: the seconds this rank has spent in sums and broadcasts
+  // across ranks (waiting for the slowest rank included).
+  double communicationSeconds() const { return communication_seconds_; }
+
   int64_t arraySize() const { return array_size_; }
   torch::jit::Module& module() { return module_; }
 
@@ -155,7 +159,7 @@ class Trainer {
   Share shareOf(int64_t n) const;
   // Sums `tensors` over the ranks, in place (by way of the run's device,
   // where NCCL needs them).
-  void sumOverRanks(const std::vector<at::Tensor>& tensors) const;
+  void sumOverRanks(const std::vector<at::Tensor>& tensors);
   // Every parameter's gradient summed over the ranks (zeros where a rank
   // has none).
   void sumGradientsOverRanks();
@@ -174,6 +178,7 @@ class Trainer {
   // Data parallel: a rank asked to stop during the last batch (every rank
   // learns it from that batch's sum of losses); the next batch does not run.
   bool stop_agreed_ = false;
+  double communication_seconds_ = 0;
 };
 
 }  // namespace hfta::train
