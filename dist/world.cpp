@@ -132,17 +132,25 @@ void inBuckets(const std::vector<at::Tensor>& tensors, int64_t bucket_bytes, con
 
 }  // namespace
 
-Group Group::connect(const World& world, c10::Device device, std::chrono::milliseconds timeout) {
+c10::intrusive_ptr<c10d::Store> connectStore(const World& world, std::chrono::milliseconds timeout) {
   c10d::TCPStoreOptions options;
   options.port = static_cast<uint16_t>(world.master_port);
   options.isServer = world.rank == 0 && !world.agent_store;
   options.numWorkers = world.size;
   options.timeout = timeout;
-  Group group;
   try {
-    group.store_ =
-        c10::make_intrusive<c10d::PrefixStore>(fmt::format("hfta/attempt_{}", world.restart_count),
-                                               c10::make_intrusive<c10d::TCPStore>(world.master_addr, options));
+    return c10::make_intrusive<c10d::PrefixStore>(fmt::format("hfta/attempt_{}", world.restart_count),
+                                                  c10::make_intrusive<c10d::TCPStore>(world.master_addr, options));
+  } catch (const c10::Error& e) {
+    throw UserError(fmt::format("rank {} of {} could not reach the store at {}:{}: {}", world.rank, world.size,
+                                world.master_addr, world.master_port, errorSummary(e)));
+  }
+}
+
+Group Group::connect(const World& world, c10::Device device, std::chrono::milliseconds timeout) {
+  Group group;
+  group.store_ = connectStore(world, timeout);
+  try {
     group.backend_ = backendFor(group.store_, world, device, timeout);
   } catch (const c10::Error& e) {
     throw UserError(fmt::format("rank {} of {} could not join the others at {}:{}: {}", world.rank, world.size,

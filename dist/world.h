@@ -34,6 +34,13 @@ struct World {
 // variable when one is missing or not a number in range.
 std::optional<World> worldFromEnvironment();
 
+// The ranks' key-value store: c10d's TCPStore at the master's address
+// (served by rank 0, or by torchrun's agent), its keys kept apart per
+// torchrun attempt. A store is all that tuning workers share
+// (tune/worker_pool.h); training ranks build a Group over it.
+c10::intrusive_ptr<c10d::Store> connectStore(const World& world,
+                                             std::chrono::milliseconds timeout = std::chrono::minutes(5));
+
 // A collective failed: a rank died or stopped answering (c10d's own
 // message follows what was being done).
 class CollectiveError : public std::runtime_error {

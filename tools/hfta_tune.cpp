@@ -4,6 +4,13 @@
 //   hfta-tune space.json --model cnn.pt --algorithm hyperband --max-epochs 27 --out runs/tune
 //   hfta-tune --resume runs/tune          # go on after an interruption
 //
+// Over several workers, each training its share of every round's arrays
+// (tune/worker_pool.h; docs/distributed.md):
+//
+//   hfta-tune space.json --model cnn.pt --out runs/tune --workers 2     # on this machine
+//   torchrun --nnodes 2 --nproc-per-node 4 --rdzv-backend c10d --rdzv-endpoint HOST:29400 --no-python \
+//       hfta-tune space.json --model cnn.pt --device cuda --out /shared/runs/tune
+//
 // The engine is tune/tuner.h; this is its command line.
 #include <ATen/Parallel.h>
 #include <fmt/format.h>
@@ -16,6 +23,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "dist/local_ranks.h"
+#include "dist/world.h"
 #include "passes/hfta/hfta.h"
 #include "runtime/allocator.h"
 #include "runtime/atomic_file.h"
@@ -71,7 +80,7 @@ int main(int argc, char** argv) {
   algorithm.max_epochs = 27;
   std::string metric = "loss", resume, dtype = "float32", device = "cpu", amp_dtype;
   bool amp = false;
-  int threads = 0;
+  int threads = 0, workers = 1;
   size_t top = 10;
   app.add_option("space", options.space, "the search space (JSON): each setting a distribution or a fixed value")
       ->required();
@@ -108,6 +117,9 @@ int main(int argc, char** argv) {
   app.add_flag("--keep-checkpoints", options.keep_checkpoints,
                "keep every array's checkpoint in OUT/arrays (default: only those still needed)");
   app.add_option("--threads", threads, "intra-op threads (default: all cores)");
+  app.add_option("--workers", workers,
+                 "worker processes on this machine, each training its share of every round's arrays (default 1; "
+                 "under torchrun, its processes are the workers)");
   app.add_option("--config", "a JSON object of these flags; flags after it win");
 
   std::vector<std::string> args;
@@ -133,9 +145,31 @@ int main(int argc, char** argv) {
       }
       options.plan_cache = hfta::tune::defaultPlanCache();
       if (run.data.empty()) run.data = run.dataset.rfind("wikitext", 0) == 0 ? HFTA_CORPUS_PATH : HFTA_DIGITS_PATH;
+      // Workers: torchrun's processes, or --workers N started from here.
+      const auto world = hfta::dist::worldFromEnvironment();
+      if (workers < 1) throw UserError("--workers must be at least 1");
+      std::unique_ptr<hfta::dist::LocalRanks> local;
+      if (!world && workers > 1) local = std::make_unique<hfta::dist::LocalRanks>(workers, args);
+      const auto place = world ? world : local ? std::optional(local->world()) : std::nullopt;
+      std::unique_ptr<hfta::tune::WorkerPool> pool;
+      if (place) {
+        pool = std::make_unique<hfta::tune::WorkerPool>(place->rank, place->size, hfta::dist::connectStore(*place));
+        options.pool = pool.get();
+        // One GPU per worker of a node, where there are several.
+        auto& device = options.run.options.device;
+        if (device.is_cuda() && !device.has_index()) {
+          device = c10::Device(
+              at::kCUDA, static_cast<c10::DeviceIndex>(place->local_rank % at::detail::getCUDAHooks().deviceCount()));
+        }
+      }
+      // Rank 0 reports and writes; the other workers' reports would repeat it.
+      const bool lead = !place || place->rank == 0;
+      if (!lead && std::freopen("/dev/null", "w", stdout) == nullptr) throw UserError("cannot quiet stdout");
+      // A worker restarted by torchrun goes on with the run it was part of.
+      if (world && world->restart_count > 0) resume = options.out;
       if (threads > 0) at::set_num_threads(threads);
       const auto journal = fs::path(options.out) / "journal.jsonl";
-      if (resume.empty() && fs::exists(journal)) {
+      if (lead && resume.empty() && fs::exists(journal)) {
         throw UserError(fmt::format("{} holds a tuning run already: go on with --resume {}, or give another --out",
                                     options.out, options.out));
       }
@@ -144,21 +178,27 @@ int main(int argc, char** argv) {
         throw UserError(fmt::format("--resume {} and --out {} must be the same folder", resume, options.out));
       }
       hfta::tune::Tuner tuner(options);
-      if (resume.empty()) {
+      if (lead && resume.empty()) {
         const nlohmann::json command = {{"cwd", fs::current_path().string()},
                                         {"args", std::vector<std::string>(args.begin() + 1, args.end())}};
         hfta::writeFileAtomically((fs::path(options.out) / "command.json").string(), command.dump() + "\n");
       }
       std::signal(SIGINT, requestStop);
       std::signal(SIGTERM, requestStop);
-      fmt::print("hfta-tune: {} over {} with R = {}, eta = {}; results in {}\n", algorithm.name, options.space,
-                 algorithm.max_epochs, algorithm.eta, options.out);
-      const bool done = tuner.run(
+      fmt::print("hfta-tune: {} over {} with R = {}, eta = {}; results in {}{}\n", algorithm.name, options.space,
+                 algorithm.max_epochs, algorithm.eta, options.out,
+                 place ? fmt::format("; {} workers", place->size) : "");
+      bool done = tuner.run(
           [](const std::string& line) {
             fmt::print("hfta-tune: {}\n", line);
             std::fflush(stdout);
           },
-          [] { return g_stop.load(); });
+          [&] {
+            if (local) local->poll();  // a killed worker is replaced; a failed one ends the run
+            return g_stop.load();
+          });
+      if (local) done = local->wait() && done;
+      if (!lead) return done ? 0 : kExitInterrupted;
       if (!done) {
         fmt::print(stderr, "hfta-tune: interrupted; go on with hfta-tune --resume {}\n", options.out);
         return kExitInterrupted;

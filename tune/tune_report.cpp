@@ -80,10 +80,10 @@ std::string rungsCsv(const Tuner& tuner) {
 }
 
 std::string arraysCsv(const Tuner& tuner) {
-  std::string csv = "array,group,bracket,rung,from_epochs,to_epochs,size,trials,seconds,from_journal\n";
+  std::string csv = "array,group,bracket,rung,from_epochs,to_epochs,size,trials,seconds,from_journal,worker\n";
   for (const auto& a : tuner.arrays()) {
-    csv += fmt::format("{},{},{},{},{},{},{},{},{:.3f},{}\n", a.id, a.group, a.bracket, a.rung, a.from_epochs,
-                       a.to_epochs, a.trials.size(), fmt::join(a.trials, " "), a.seconds, a.replayed ? 1 : 0);
+    csv += fmt::format("{},{},{},{},{},{},{},{},{:.3f},{},{}\n", a.id, a.group, a.bracket, a.rung, a.from_epochs,
+                       a.to_epochs, a.trials.size(), fmt::join(a.trials, " "), a.seconds, a.replayed ? 1 : 0, a.worker);
   }
   return csv;
 }

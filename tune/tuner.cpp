@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <thread>
 
 #include "runtime/atomic_file.h"
 #include "train/reinit.h"
@@ -121,7 +122,17 @@ int64_t Tuner::arraySizeOf(int64_t group) {
         break;
       }
     }
-    it = plans_.emplace(group, planArraySize(first->config, options_.max_array_size, options_.plan_cache)).first;
+    if (options_.pool == nullptr) {
+      it = plans_.emplace(group, planArraySize(first->config, options_.max_array_size, options_.plan_cache)).first;
+    } else {
+      // Every worker plans the same arrays: rank 0 measures, the others take its size.
+      ArrayPlan plan;
+      plan.array_size = options_.pool->fromRankZero(fmt::format("array_size/{}", group), [&] {
+        plan = planArraySize(first->config, options_.max_array_size, options_.plan_cache);
+        return plan.array_size;
+      });
+      it = plans_.emplace(group, plan).first;
+    }
   }
   return it->second.array_size;
 }
@@ -146,16 +157,15 @@ bool Tuner::run(const Log& log, const std::function<bool()>& stop) {
       t.status = "running";
       buckets[{t.group, job.from_epochs, job.to_epochs, job.bracket, job.rung}].push_back(job.trial);
     }
+    std::vector<ArrayRecord> round;
     for (auto& [key, ids] : buckets) {
       const auto [group, from, to, bracket, rung] = key;
       std::sort(ids.begin(), ids.end());
       for (const auto& members : balanced(ids, arraySizeOf(group))) {
-        ArrayRecord array{static_cast<int64_t>(arrays_.size()), group, bracket, rung, from, to, members};
-        if (!runArray(array, log, stop)) return false;
-        arrays_.push_back(array);
-        writeOutputs();
+        round.push_back({static_cast<int64_t>(arrays_.size() + round.size()), group, bracket, rung, from, to, members});
       }
     }
+    if (!runRound(round, log, stop)) return false;
     for (const auto& job : jobs) {
       auto& t = trials_.at(job.trial);
       const auto& last = t.rows.back();
@@ -172,7 +182,7 @@ bool Tuner::run(const Log& log, const std::function<bool()>& stop) {
 }
 
 void Tuner::removeUnneededCheckpoints() const {
-  if (options_.keep_checkpoints) return;
+  if (options_.keep_checkpoints || !lead()) return;
   auto done = [](const TrialRecord& t) { return t.status == "finished" || t.status.rfind("stopped", 0) == 0; };
   std::set<std::string> needed;
   bool best_done_kept = false;
@@ -194,61 +204,137 @@ void Tuner::takeDecisions() {
   }
 }
 
-bool Tuner::runArray(ArrayRecord& array, const Log& log, const std::function<bool()>& stop) {
-  const auto where = checkpointOf(options_.out, array.id);
-  const auto describe = fmt::format("array {:>3} (bracket {}, rung {}): {} trial{} [{}], epochs {} -> {}", array.id,
-                                    array.bracket, array.rung, array.trials.size(), array.trials.size() == 1 ? "" : "s",
-                                    fmt::join(array.trials, " "), array.from_epochs, array.to_epochs);
-  std::vector<train::MemberEpoch> rows;
-  const auto journaled = journal_.find(array.id);
-  if (journaled != journal_.end() && journaled->second.at("trials").get<std::vector<int64_t>>() == array.trials &&
-      journaled->second.at("to").get<int64_t>() == array.to_epochs) {
-    for (const auto& r : journaled->second.at("rows")) rows.push_back(rowFromJson(r));
-    array.seconds = journaled->second.at("seconds").get<double>();
-    array.replayed = true;
-    log(describe + ": from the journal");
-  } else {
-    log(describe);
-    std::vector<train::RunConfig> configs;
-    for (int64_t id : array.trials) configs.push_back(trials_.at(id).config);
-    auto config = arrayConfig(configs);
-    if (array.from_epochs > 0) {
-      config.array_size = 0;
-      config.seeds.clear();
-      for (int64_t id : array.trials) config.members.push_back(trials_.at(id).latest);
+bool Tuner::runRound(std::vector<ArrayRecord>& round, const Log& log, const std::function<bool()>& stop) {
+  std::map<int64_t, nlohmann::json> results;  // journal entries, by array
+  for (auto& array : round) {
+    const auto journaled = journal_.find(array.id);
+    if (journaled != journal_.end() && journaled->second.at("trials").get<std::vector<int64_t>>() == array.trials &&
+        journaled->second.at("to").get<int64_t>() == array.to_epochs) {
+      results[array.id] = journaled->second;
+      array.replayed = true;
     }
-    const auto start = std::chrono::steady_clock::now();
-    train::Run run(config);
-    while (run.progress().epochs_done < array.to_epochs) {
-      if (run.nextEpoch([&](int64_t, int64_t) { return stop(); }).empty()) return false;  // trained again on --resume
-    }
-    run.saveCheckpoint(where);
-    array.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    for (auto row : run.rows()) {
-      if (row.epoch <= array.from_epochs) continue;
-      row.member = array.trials.at(row.member);
-      rows.push_back(row);
-    }
-    nlohmann::json entry = {{"array", array.id},
-                            {"trials", array.trials},
-                            {"from", array.from_epochs},
-                            {"to", array.to_epochs},
-                            {"seconds", array.seconds}};
-    entry["rows"] = nlohmann::json::array();
-    for (const auto& r : rows) entry["rows"].push_back(rowToJson(r));
-    std::ofstream journal((fs::path(options_.out) / "journal.jsonl").string(), std::ios::app);
-    journal << entry.dump() << "\n";
-    journal.flush();
-    if (!journal) throw UserError(fmt::format("cannot write {}/journal.jsonl", options_.out));
-    log(fmt::format("array {:>3}: {:.2f} s", array.id, array.seconds));
   }
+  auto train = [&](int64_t id) {
+    if (results.count(id)) return true;
+    auto entry = trainArray(round.at(id - round.front().id), log, stop);
+    if (!entry) return false;
+    if (options_.pool != nullptr) options_.pool->post(id, entry->dump());
+    results[id] = *entry;
+    return true;
+  };
+  auto& pool = options_.pool;
+  if (pool == nullptr) {
+    for (const auto& array : round) {
+      if (!train(array.id)) return false;
+    }
+  } else {
+    const int64_t first = round.front().id, count = static_cast<int64_t>(round.size());
+    // A worker in the place of one that died goes on with the array it held.
+    if (const auto held = pool->held(); held && *held >= first && *held < first + count && !pool->result(*held)) {
+      if (!train(*held)) return false;
+    }
+    while (const auto claimed = pool->claim(first, count)) {
+      if (!train(*claimed)) return false;
+    }
+    // The others' arrays, as they finish.
+    while (results.size() < round.size()) {
+      for (const auto& array : round) {
+        if (results.count(array.id)) continue;
+        if (const auto posted = pool->result(array.id)) results[array.id] = nlohmann::json::parse(*posted);
+      }
+      if (results.size() < round.size()) {
+        if (stop()) return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+    }
+  }
+  for (auto& array : round) {
+    apply(array, results.at(array.id), log);
+    arrays_.push_back(array);
+    if (lead() && !array.replayed) {
+      std::ofstream journal((fs::path(options_.out) / "journal.jsonl").string(), std::ios::app);
+      journal << results.at(array.id).dump() << "\n";
+      journal.flush();
+      if (!journal) throw UserError(fmt::format("cannot write {}/journal.jsonl", options_.out));
+    }
+    writeOutputs();
+  }
+  return true;
+}
+
+std::optional<nlohmann::json> Tuner::trainArray(const ArrayRecord& array, const Log& log,
+                                                const std::function<bool()>& stop) {
+  const auto where = checkpointOf(options_.out, array.id);
+  std::vector<train::RunConfig> configs;
+  for (int64_t id : array.trials) configs.push_back(trials_.at(id).config);
+  auto config = arrayConfig(configs);
+  std::error_code ec;
+  const bool cut_short = fs::exists(where + "/state.pt", ec) || fs::exists(where + ".old/state.pt", ec);
+  if (cut_short || array.from_epochs > 0) {
+    config.array_size = 0;
+    config.seeds.clear();
+  }
+  if (cut_short) {
+    config.resume = where;  // an earlier attempt's checkpoint of this array
+  } else if (array.from_epochs > 0) {
+    for (int64_t id : array.trials) config.members.push_back(trials_.at(id).latest);
+  }
+  const auto start = std::chrono::steady_clock::now();
+  train::Run run(config);
+  const int64_t resumed_at = run.progress().epochs_done;
+  log(fmt::format("array {:>3} (bracket {}, rung {}): {} trial{} [{}], epochs {} -> {}{}", array.id, array.bracket,
+                  array.rung, array.trials.size(), array.trials.size() == 1 ? "" : "s", fmt::join(array.trials, " "),
+                  array.from_epochs, array.to_epochs,
+                  cut_short ? fmt::format(", going on from its checkpoint after epoch {} (batch {} of the next)",
+                                          run.progress().epochs_done, run.progress().batches_done)
+                            : ""));
+  while (run.progress().epochs_done < array.to_epochs) {
+    // Checkpointed after each epoch, and when stopped: a worker that dies
+    // loses an epoch at most.
+    const bool stopped = run.nextEpoch([&](int64_t, int64_t) { return stop(); }).empty();
+    run.saveCheckpoint(where);
+    if (stopped) return std::nullopt;
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  nlohmann::json entry = {{"array", array.id},         {"trials", array.trials},
+                          {"from", array.from_epochs}, {"to", array.to_epochs},
+                          {"seconds", seconds},        {"worker", options_.pool ? options_.pool->rank() : 0}};
+  if (cut_short) entry["went_on_from_epoch"] = resumed_at;
+  entry["rows"] = nlohmann::json::array();
+  for (auto row : run.rows()) {
+    if (row.epoch <= array.from_epochs) continue;
+    row.member = array.trials.at(row.member);
+    entry["rows"].push_back(rowToJson(row));
+  }
+  log(fmt::format("array {:>3}: {:.2f} s", array.id, seconds));
+  return entry;
+}
+
+void Tuner::apply(ArrayRecord& array, const nlohmann::json& entry, const Log& log) {
+  array.seconds = entry.at("seconds").get<double>();
+  array.worker = entry.value("worker", 0);
+  const int rank = options_.pool ? options_.pool->rank() : 0;
+  if (array.replayed) {
+    log(fmt::format("array {:>3} (bracket {}, rung {}): trials [{}], epochs {} -> {}: from the journal", array.id,
+                    array.bracket, array.rung, fmt::join(array.trials, " "), array.from_epochs, array.to_epochs));
+  } else if (array.worker != rank) {
+    log(fmt::format("array {:>3} (bracket {}, rung {}): trials [{}], epochs {} -> {}: {:.2f} s on worker {}{}",
+                    array.id, array.bracket, array.rung, fmt::join(array.trials, " "), array.from_epochs,
+                    array.to_epochs, array.seconds, array.worker,
+                    entry.contains("went_on_from_epoch") ? fmt::format(" (going on from its checkpoint after epoch {})",
+                                                                       entry["went_on_from_epoch"].get<int64_t>())
+                                                         : ""));
+  }
+  const auto where = checkpointOf(options_.out, array.id);
   for (size_t b = 0; b < array.trials.size(); ++b) {
     auto& t = trials_.at(array.trials[b]);
     t.latest = {where, static_cast<int64_t>(b)};
     t.epochs = array.to_epochs;
   }
-  for (const auto& row : rows) trials_.at(row.member).rows.push_back(row);
-  return true;
+  for (const auto& r : entry.at("rows")) {
+    const auto row = rowFromJson(r);
+    trials_.at(row.member).rows.push_back(row);
+  }
 }
 
 std::vector<const TrialRecord*> Tuner::ranked() const {
@@ -265,6 +351,8 @@ std::vector<const TrialRecord*> Tuner::ranked() const {
   return out;
 }
 
-void Tuner::writeOutputs() const { writeTuneReport(options_.out, *this); }
+void Tuner::writeOutputs() const {
+  if (lead()) writeTuneReport(options_.out, *this);
+}
 
 }  // namespace hfta::tune

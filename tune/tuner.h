@@ -9,12 +9,19 @@
 //
 // OUT/journal.jsonl records each finished array; a tuning run started again
 // on the same folder (--resume) replays the search and takes those arrays'
-// results from it instead of training them again.
+// results from it instead of training them again. An array checkpoints
+// after every epoch (and when stopped): an array cut short goes on from
+// there.
+//
+// Over several workers (TuneOptions::pool, tune/worker_pool.h) every worker
+// runs this same search and the arrays of each round are shared out among
+// them; rank 0 writes the outputs.
 #include <nlohmann/json.hpp>
 
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +31,7 @@
 #include "tune/array_planner.h"
 #include "tune/search_space.h"
 #include "tune/trial_config.h"
+#include "tune/worker_pool.h"
 
 namespace hfta::tune {
 
@@ -42,6 +50,8 @@ struct TuneOptions {
   // Keep every array's checkpoint (default: only those a trial that may
   // train on, or the best of the others, still needs).
   bool keep_checkpoints = false;
+  // The workers this process is one of, or none (one process). Not owned.
+  WorkerPool* pool = nullptr;
 };
 
 struct TrialRecord {
@@ -60,6 +70,7 @@ struct ArrayRecord {
   std::vector<int64_t> trials;
   double seconds = 0;
   bool replayed = false;  // its results came from the journal
+  int worker = 0;         // the rank that trained it
 };
 
 class Tuner {
@@ -69,8 +80,9 @@ class Tuner {
 
   // What happens, for a terminal: each array as it starts and ends.
   using Log = std::function<void(const std::string&)>;
-  // Runs the search to its end; `stop` is asked between batches and makes
-  // run() return false (the array in flight is trained again on --resume).
+  // Runs the search to its end; `stop` is asked between batches (and while
+  // waiting for other workers) and makes run() return false (the array in
+  // flight checkpointed, to go on from there on --resume).
   bool run(const Log& log, const std::function<bool()>& stop);
 
   const std::map<int64_t, TrialRecord>& trials() const { return trials_; }
@@ -87,9 +99,17 @@ class Tuner {
  private:
   TrialRecord& trial(int64_t id);
   int64_t arraySizeOf(int64_t group);
-  // Trains one array's jobs (or replays them from the journal); false if
-  // `stop` stopped it.
-  bool runArray(ArrayRecord& array, const Log& log, const std::function<bool()>& stop);
+  // Trains a round's arrays (this worker's share of them) or takes their
+  // results from the journal or from the workers that trained them; false
+  // if `stop` stopped it.
+  bool runRound(std::vector<ArrayRecord>& round, const Log& log, const std::function<bool()>& stop);
+  // Trains one array (from its checkpoint, if it has one from an earlier
+  // attempt) and returns its journal entry; none if `stop` stopped it.
+  std::optional<nlohmann::json> trainArray(const ArrayRecord& array, const Log& log, const std::function<bool()>& stop);
+  // Takes an array's results (its journal entry) into the trials' records.
+  void apply(ArrayRecord& array, const nlohmann::json& entry, const Log& log);
+  // The rank that reports and writes: rank 0, or the only process.
+  bool lead() const { return options_.pool == nullptr || options_.pool->rank() == 0; }
   // The algorithm's verdicts so far, and the trials' status by them.
   void takeDecisions();
   // Removes the array checkpoints nothing needs: a trial that may still

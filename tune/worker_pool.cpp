@@ -1,0 +1,49 @@
+#include "tune/worker_pool.h"
+
+#include <fmt/format.h>
+
+namespace hfta::tune {
+namespace {
+
+std::string text(const std::vector<uint8_t>& bytes) { return std::string(bytes.begin(), bytes.end()); }
+std::vector<uint8_t> bytes(const std::string& text) { return std::vector<uint8_t>(text.begin(), text.end()); }
+std::string resultKey(int64_t array) { return fmt::format("tune/result/{}", array); }
+
+}  // namespace
+
+WorkerPool::WorkerPool(int rank, int size, c10::intrusive_ptr<c10d::Store> store)
+    : rank_(rank), size_(size), store_(std::move(store)) {}
+
+std::optional<int64_t> WorkerPool::claim(int64_t first, int64_t count) {
+  const int64_t index = store_->add(fmt::format("tune/claims/{}", first), 1) - 1;
+  if (index >= count) return std::nullopt;
+  store_->set(fmt::format("tune/held/{}", rank_), bytes(std::to_string(first + index)));
+  return first + index;
+}
+
+std::optional<int64_t> WorkerPool::held() const {
+  const auto key = fmt::format("tune/held/{}", rank_);
+  if (!store_->check({key})) return std::nullopt;
+  return std::stoll(text(store_->get(key)));
+}
+
+void WorkerPool::post(int64_t array, const std::string& entry) { store_->set(resultKey(array), bytes(entry)); }
+
+std::optional<std::string> WorkerPool::result(int64_t array) const {
+  if (!store_->check({resultKey(array)})) return std::nullopt;
+  return text(store_->get(resultKey(array)));
+}
+
+int64_t WorkerPool::fromRankZero(const std::string& key, const std::function<int64_t()>& compute) {
+  const auto full = "tune/rank0/" + key;
+  if (rank_ == 0) {
+    const int64_t value = compute();
+    store_->set(full, bytes(std::to_string(value)));
+    return value;
+  }
+  // Rank 0 may measure for minutes first.
+  store_->wait({full}, std::chrono::hours(2));
+  return std::stoll(text(store_->get(full)));
+}
+
+}  // namespace hfta::tune

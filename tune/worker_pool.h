@@ -1,0 +1,48 @@
+#pragma once
+// The workers of one tuning run (hfta-tune under torchrun, or with
+// --workers N) and what they share: c10d's TCPStore, nothing else. Every
+// worker runs the same search: the algorithm is deterministic given the
+// arrays' results, so every worker plans the same arrays, round after
+// round. A round's arrays are shared out by the store's atomic counter (a
+// worker claims the next array, trains it, posts its result under the
+// array's key), and every worker reads all of the round's results before
+// the algorithm goes on. Rank 0 measures the array size and the others take
+// its plan. A worker records the array it trains: a worker started in the
+// place of one that died (same rank) goes on with that array first, from
+// its last checkpoint.
+#include <torch/csrc/distributed/c10d/Store.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+namespace hfta::tune {
+
+class WorkerPool {
+ public:
+  WorkerPool(int rank, int size, c10::intrusive_ptr<c10d::Store> store);
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+
+  // Claims the next unclaimed array of the round whose arrays are
+  // `first` .. first + count - 1 (and records it as this worker's);
+  // nullopt once all are claimed.
+  std::optional<int64_t> claim(int64_t first, int64_t count);
+  // The array this rank's worker had claimed last, if any (a worker that
+  // replaces one that died finds it here).
+  std::optional<int64_t> held() const;
+  // An array's result (its journal entry), posted, or read if posted.
+  void post(int64_t array, const std::string& entry);
+  std::optional<std::string> result(int64_t array) const;
+  // Rank 0's value of `key` (computed by it once), for every worker.
+  int64_t fromRankZero(const std::string& key, const std::function<int64_t()>& compute);
+
+ private:
+  int rank_, size_;
+  c10::intrusive_ptr<c10d::Store> store_;
+};
+
+}  // namespace hfta::tune
