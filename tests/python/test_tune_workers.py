@@ -8,6 +8,9 @@
    killed (SIGKILL) in the middle of an array of several epochs: a new
    worker 1 goes on with that array from its last checkpoint, and the
    search ends with the results of one never disturbed, bit for bit.
+3. Under torchrun --max-restarts 1, rank 1 killed in the middle of an
+   array: torchrun starts both ranks again, they go on with the run (its
+   journal and the arrays' checkpoints), and the search ends as 2. does.
 
 In float64 with the forms of the heuristic (HFTA_AUTOTUNE=0): an array
 trains to the same bits whichever worker trains it, so results can be
@@ -136,6 +139,47 @@ def a_killed_worker_loses_nothing(args, tmp):
     print("a killed worker lost nothing: the same trials, metrics and rungs as a search never disturbed")
 
 
+def torchrun_restarts_the_search(args, tmp):
+    """Under torchrun --max-restarts 1, rank 1 killed mid-array: torchrun
+    stops rank 0 and starts both again; they go on with the run (its
+    journal, the arrays' checkpoints) and end where a search never disturbed
+    ends."""
+    flags = ["--limit", "900", "--array-size", "1"]
+    calm = os.path.join(tmp, "calm")  # from a_killed_worker_loses_nothing
+    out = os.path.join(tmp, "restarted")
+    run = subprocess.Popen(TORCHRUN + ["--nproc-per-node", "2", "--max-restarts", "1"] +
+                           command(args, tmp, out, *flags), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines = []
+    reader = threading.Thread(target=lambda: lines.extend(run.stdout), daemon=True)
+    reader.start()
+    killed = None
+    deadline = time.monotonic() + 120
+    while killed is None and run.poll() is None and time.monotonic() < deadline:
+        own = {line.split()[2] for line in list(lines) if line.startswith("hfta-tune: array") and "(" in line
+               and " on worker " not in line and "from the journal" not in line}
+        if array_in_flight(out, own) is not None:
+            ranks = {rank_of(pid): pid for pid in map(int, filter(str.isdigit, os.listdir("/proc")))
+                     if parent_of(pid) == run.pid}
+            os.kill(ranks["1"], signal.SIGKILL)
+            killed = ranks["1"]
+        time.sleep(0.005)
+    error = run.stderr.read()
+    run.wait(timeout=300)
+    reader.join()
+    assert killed is not None, "rank 1 never had an array in flight to kill"
+    assert run.returncode == 0, f"torchrun did not finish the search after the restart ({run.returncode}):\n{error}"
+    log = "".join(lines)
+    assert "from the journal" in log, f"the restarted ranks did not go on with the run:\n{log}"
+    assert results(out) == results(calm), "the search restarted by torchrun ended elsewhere"
+    print("torchrun restarted the search after rank 1 was killed: the same results as a search never disturbed")
+
+
+def rank_of(pid):
+    with open(f"/proc/{pid}/environ", "rb") as f:
+        env = dict(v.split(b"=", 1) for v in f.read().split(b"\0") if b"=" in v)
+    return env.get(b"RANK", b"").decode()
+
+
 def parent_of(pid):
     try:
         with open(f"/proc/{pid}/stat") as f:
@@ -155,6 +199,7 @@ def main():
             json.dump(SPACE, f)
         same_as_one_process(args, tmp)
         a_killed_worker_loses_nothing(args, tmp)
+        torchrun_restarts_the_search(args, tmp)
     print("test_tune_workers: OK")
 
 
