@@ -66,8 +66,9 @@ std::vector<std::tuple<int64_t, int64_t, int64_t, int64_t>> described(const std:
   return out;
 }
 
-// Metric = the trial's number: rungs keep the lowest numbers.
-TEST(Hyperband, RunsEveryBracketRungByRungAndPromotesTheBest) {
+// Metric = the trial's number: rungs keep the lowest numbers. The brackets
+// run side by side: each round is the next rung of every bracket going.
+TEST(Hyperband, RunsTheBracketsSideBySideRungByRungAndPromotesTheBest) {
   auto hyperband = makeAlgorithm({"hyperband", 9, 3});
   std::vector<std::vector<std::tuple<int64_t, int64_t, int64_t, int64_t>>> rounds;
   for (auto jobs = hyperband->next(4); !jobs.empty(); jobs = hyperband->next(4)) {
@@ -76,16 +77,12 @@ TEST(Hyperband, RunsEveryBracketRungByRungAndPromotesTheBest) {
     for (auto it = jobs.rbegin(); it != jobs.rend(); ++it) hyperband->report(*it, static_cast<double>(it->trial));
   }
   using J = std::tuple<int64_t, int64_t, int64_t, int64_t>;
-  std::vector<J> first;
+  std::vector<J> first;  // s = 2: 9 trials of 1 epoch; s = 1: 5 of 3; s = 0: 3 of 9
   for (int64_t t = 0; t < 9; ++t) first.emplace_back(t, 0, 0, 1);
-  std::vector<J> s1;
-  for (int64_t t = 9; t < 14; ++t) s1.emplace_back(t, 0, 0, 3);
-  EXPECT_EQ(rounds, (std::vector<std::vector<J>>{first,
-                                                 {{0, 1, 1, 3}, {1, 1, 1, 3}, {2, 1, 1, 3}},
-                                                 {{0, 2, 3, 9}},
-                                                 s1,
-                                                 {{9, 1, 3, 9}},
-                                                 {{14, 0, 0, 9}, {15, 0, 0, 9}, {16, 0, 0, 9}}}));
+  for (int64_t t = 9; t < 14; ++t) first.emplace_back(t, 0, 0, 3);
+  for (int64_t t = 14; t < 17; ++t) first.emplace_back(t, 0, 0, 9);
+  EXPECT_EQ(rounds, (std::vector<std::vector<J>>{
+                        first, {{0, 1, 1, 3}, {1, 1, 1, 3}, {2, 1, 1, 3}, {9, 1, 3, 9}}, {{0, 2, 3, 9}}}));
   EXPECT_EQ(hyperband->trials(), 17);
   // Rung 0 of bracket 2 ranked 9 trials and promoted 3.
   int64_t promoted = 0, stopped = 0;
@@ -99,10 +96,13 @@ TEST(Hyperband, RunsEveryBracketRungByRungAndPromotesTheBest) {
 TEST(Hyperband, DivergedTrialsRankLast) {
   auto hyperband = makeAlgorithm({"hyperband", 3, 3});
   auto jobs = hyperband->next(1);
-  ASSERT_EQ(jobs.size(), 3u);  // s_max = 1: n = ceil(2 * 3 / 2) = 3
+  // s_max = 1: bracket 1 starts n = ceil(2 * 3 / 2) = 3 trials, bracket 0 2.
+  ASSERT_EQ(jobs.size(), 5u);
   hyperband->report(jobs[0], std::nan(""));
   hyperband->report(jobs[1], 5.0);
   hyperband->report(jobs[2], 7.0);
+  hyperband->report(jobs[3], 1.0);
+  hyperband->report(jobs[4], 2.0);
   EXPECT_EQ(described(hyperband->next(1)), (decltype(described({})){{1, 1, 1, 3}}));
 }
 

@@ -140,13 +140,17 @@ int64_t Tuner::arraySizeOf(int64_t group) {
 bool Tuner::run(const Log& log, const std::function<bool()>& stop) {
   // The algorithm asks for as many jobs as the first group's arrays hold.
   const int64_t first_group = trial(0).group;
-  const int64_t capacity = arraySizeOf(first_group);
+  const int64_t array_size = arraySizeOf(first_group);
+  // Over W workers, W arrays' worth at a time (Hyperband hands out whole
+  // rungs whatever the capacity; random search starts the same trials in
+  // the same arrays; ASHA promotes as ASHA with W workers does).
+  const int64_t capacity = array_size * (options_.pool != nullptr ? options_.pool->size() : 1);
   if (const auto plan = plans_.find(first_group); plan != plans_.end()) {  // measured, not given
     std::vector<std::string> rates;
     for (const auto& m : plan->second.measured) {
       rates.push_back(fmt::format("B={} {:.0f}/s {:.0f} MiB", m.array_size, m.samples_per_second, m.peak_mib));
     }
-    log(fmt::format("array size {} ({}: {})", capacity, plan->second.cached ? "cached" : "measured",
+    log(fmt::format("array size {} ({}: {})", array_size, plan->second.cached ? "cached" : "measured",
                     fmt::join(rates, ", ")));
   }
   for (auto jobs = algorithm_->next(capacity); !jobs.empty(); jobs = algorithm_->next(capacity)) {
@@ -162,9 +166,15 @@ bool Tuner::run(const Log& log, const std::function<bool()>& stop) {
       const auto [group, from, to, bracket, rung] = key;
       std::sort(ids.begin(), ids.end());
       for (const auto& members : balanced(ids, arraySizeOf(group))) {
-        round.push_back({static_cast<int64_t>(arrays_.size() + round.size()), group, bracket, rung, from, to, members});
+        round.push_back({0, group, bracket, rung, from, to, members});
       }
     }
+    // The arrays of most epochs first: workers claim them in this order,
+    // and the longest started first end the round soonest.
+    std::stable_sort(round.begin(), round.end(), [](const ArrayRecord& a, const ArrayRecord& b) {
+      return a.to_epochs - a.from_epochs > b.to_epochs - b.from_epochs;
+    });
+    for (auto& array : round) array.id = static_cast<int64_t>(arrays_.size()) + (&array - round.data());
     if (!runRound(round, log, stop)) return false;
     for (const auto& job : jobs) {
       auto& t = trials_.at(job.trial);

@@ -6,7 +6,7 @@
    alone with the same settings, seed and data order; and each Hyperband
    rung promotes the trials that the alone runs rank best.
 2. A search stopped in the middle of a rung (SIGINT, or the journal cut
-   back to the middle of a rung) and resumed ends with the same results as
+   back to the middle of a round) and resumed ends with the same results as
    one never stopped, and trains only what was not finished.
 
 python tests/python/test_tune.py --tune BUILD/tools/hfta-tune --train BUILD/tools/hfta-train
@@ -145,7 +145,7 @@ def main():
         assert os.listdir(os.path.join(asha, "arrays")) == [str(last)], os.listdir(os.path.join(asha, "arrays"))
         print(f"tuned vs alone over {len(cache)} trials: worst relative loss difference {max(worst, worst_asha):.2e}")
 
-        # 2. The journal cut back to two of rung 0's three arrays, as a stop
+        # 2. The journal cut back to the first two of the first round's arrays, as a stop
         # there leaves it: --resume replays those and trains the rest.
         cut = os.path.join(tmp, "cut")
         shutil.copytree(hyperband, cut)
