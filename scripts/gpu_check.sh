@@ -7,7 +7,8 @@
 # (bench/throughput.py, every way of training B members, then ResNet-18 and
 # MobileNet-V2 again with bfloat16 and float16 autocast, HFTA's MobileNet-V2
 # --amp sweep (one model against three fused), then the Transformer LM and
-# BERT) on the GPU, sized to about 10 minutes on one H200. Needs
+# BERT, hfta-tune fused and alone, hfta-train data parallel under torchrun
+# and hfta-tune with 2 workers) on the GPU, sized to about 10 minutes on one H200. Needs
 # .gpu-deps from scripts/gpu_deps.sh. On a machine without a GPU it still
 # builds and runs (the CUDA tests skip, the benchmarks run small on the
 # CPU), which is how it is checked before a device run.
@@ -97,3 +98,20 @@ for mode in fused alone; do
   echo "hfta-tune $mode: $("$python" -c "print(round($(date +%s.%N) - $start, 1))") s;" \
     "$(grep -E "array size|trials in|best trial" "$out/tune/$mode.log" | tr '\n' ' ')"
 done
+# Beyond one process: hfta-train data parallel under torchrun against one
+# process (CUDA: one rank per GPU over NCCL; with one GPU a world of one,
+# which still builds the NCCL group and runs every collective; CPU: 2 ranks
+# over Gloo), and hfta-tune's Hyperband with 2 workers sharing the device.
+ranks=2
+[ "$device" = cuda ] && ranks=$(nvidia-smi -L | wc -l)
+dp=(build-gpu/tools/hfta-train "$out/sweep/mobilenet_v2_0.pt" --array-size 3 --lr 0.01,0.03,0.1 --momentum 0.9
+  --dataset cifar10 --data "$out/cifar10" --limit "$sweep_limit" --epochs 2 --batch-size 64 --device "$device")
+timeout 150 "${dp[@]}" --out "$out/dp/one" 2>&1 | grep -E "epochs:|^epoch"
+timeout 150 "$python" -m torch.distributed.run --standalone --nproc-per-node "$ranks" --no-python "${dp[@]}" \
+  --sync-batch-norm --out "$out/dp/ranks" 2>&1 | grep -E "data parallel|epochs:|^epoch|rror"
+start=$(date +%s.%N)
+timeout 200 build-gpu/tools/hfta-tune examples/tune/digits_space.json --model "$out/tune/digits_0.pt" \
+  --dataset synthetic --max-epochs "$tune_epochs" --device "$device" --out "$out/tune/workers" --workers 2 \
+  >"$out/tune/workers.log" 2>&1 || { tail -5 "$out/tune/workers.log"; }
+echo "hfta-tune --workers 2: $("$python" -c "print(round($(date +%s.%N) - $start, 1))") s;" \
+  "$(grep -E "array size|trials in|best trial" "$out/tune/workers.log" | tr '\n' ' ')"
