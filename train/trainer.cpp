@@ -17,6 +17,21 @@
 
 namespace hfta::train {
 
+namespace {
+
+// Adds the seconds of its scope to `total`.
+class Stopwatch {
+ public:
+  explicit Stopwatch(double& total) : total_(total), start_(std::chrono::steady_clock::now()) {}
+  ~Stopwatch() { total_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(); }
+
+ private:
+  double& total_;
+  std::chrono::steady_clock::time_point start_;
+};
+
+}  // namespace
+
 Trainer::Trainer(torch::jit::Module fused, optim::FusedOptimizer& optimizer, TrainOptions options)
     : module_(std::move(fused)),
       optimizer_(optimizer),
@@ -57,8 +72,10 @@ Trainer::Trainer(torch::jit::Module fused, optim::FusedOptimizer& optimizer, Tra
                          "synchronizes batch norm over the ranks of a data-parallel run, and this run is one "
                          "process: run it under torchrun (docs/distributed.md)");
     }
-    sync_batch_norm_ =
-        std::make_unique<ops::SyncBatchNormScope>([group = options_.group](at::Tensor& t) { group->sumInPlace({t}); });
+    sync_batch_norm_ = std::make_unique<ops::SyncBatchNormScope>([this](at::Tensor& t) {
+      const Stopwatch stopwatch(communication_seconds_);
+      options_.group->sumInPlace({t});
+    });
   }
   if (options_.group != nullptr) {
     // Every rank starts from rank 0's weights and buffers.
@@ -68,21 +85,6 @@ Trainer::Trainer(torch::jit::Module fused, optim::FusedOptimizer& optimizer, Tra
     options_.group->broadcastInPlace(state);
   }
 }
-
-namespace {
-
-// Adds the seconds of its scope to `total`.
-class Stopwatch {
- public:
-  explicit Stopwatch(double& total) : total_(total), start_(std::chrono::steady_clock::now()) {}
-  ~Stopwatch() { total_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(); }
-
- private:
-  double& total_;
-  std::chrono::steady_clock::time_point start_;
-};
-
-}  // namespace
 
 Trainer::Share Trainer::shareOf(int64_t n) const {
   if (options_.group == nullptr) return {0, n, false};
