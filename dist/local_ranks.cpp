@@ -58,11 +58,11 @@ pid_t LocalRanks::start(int rank) {
   return pid;
 }
 
-bool LocalRanks::reaped(int rank, int status) {
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return true;
+void LocalRanks::reaped(int rank, int status) {
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return;
   if (WIFEXITED(status) && WEXITSTATUS(status) == kExitInterrupted) {
     interrupted_ = true;
-    return true;
+    return;
   }
   if (WIFEXITED(status)) {
     throw UserError(fmt::format("worker {} exited with {} (its error is above)", rank, WEXITSTATUS(status)));
@@ -74,10 +74,9 @@ bool LocalRanks::reaped(int rank, int status) {
   fmt::print(stderr, "hfta: worker {} was killed ({}); a new worker {} goes on with its work\n", rank,
              strsignal(WTERMSIG(status)), rank);
   running_[start(rank)] = rank;
-  return true;
 }
 
-int LocalRanks::poll() {
+void LocalRanks::poll() {
   for (auto it = running_.begin(); it != running_.end();) {
     int status = 0;
     if (::waitpid(it->first, &status, WNOHANG) == it->first) {
@@ -88,7 +87,6 @@ int LocalRanks::poll() {
       ++it;
     }
   }
-  return static_cast<int>(running_.size());
 }
 
 bool LocalRanks::wait() {

@@ -32,16 +32,17 @@ class LocalRanks {
   const World& world() const { return world_; }
   // Reaps the ranks that have ended: one killed by a signal starts again
   // (up to max_restarts times each); UserError for one that exited with an
-  // error, or killed once too often. Returns the ranks still running.
-  int poll();
+  // error, or was killed once too often.
+  void poll();
   // Waits for every rank to end; UserError as poll(). Returns true if all
   // ended well, false if one was interrupted (exit 130).
   bool wait();
 
  private:
   pid_t start(int rank);
-  // The ranks' exits: true to go on, false for an interrupted rank.
-  bool reaped(int rank, int status);
+  // A rank's exit: restarts a killed rank, remembers an interrupted one,
+  // UserError for a failed one.
+  void reaped(int rank, int status);
 
   World world_;
   c10::intrusive_ptr<c10d::Store> server_;

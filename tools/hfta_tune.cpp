@@ -145,9 +145,25 @@ int main(int argc, char** argv) {
       }
       options.plan_cache = hfta::tune::defaultPlanCache();
       if (run.data.empty()) run.data = run.dataset.rfind("wikitext", 0) == 0 ? HFTA_CORPUS_PATH : HFTA_DIGITS_PATH;
-      // Workers: torchrun's processes, or --workers N started from here.
+      // Workers: torchrun's processes, or --workers N started from here
+      // (this process is rank 0). Rank 0 reports and writes; the other
+      // workers' reports would repeat it.
       const auto world = hfta::dist::worldFromEnvironment();
       if (workers < 1) throw UserError("--workers must be at least 1");
+      const bool lead = !world || world->rank == 0;
+      if (!lead && std::freopen("/dev/null", "w", stdout) == nullptr) throw UserError("cannot quiet stdout");
+      // A worker restarted by torchrun goes on with the run it was part of.
+      if (world && world->restart_count > 0) resume = options.out;
+      if (threads > 0) at::set_num_threads(threads);
+      const auto journal = fs::path(options.out) / "journal.jsonl";
+      if (lead && resume.empty() && fs::exists(journal)) {
+        throw UserError(fmt::format("{} holds a tuning run already: go on with --resume {}, or give another --out",
+                                    options.out, options.out));
+      }
+      std::error_code same_ec;
+      if (!resume.empty() && !fs::equivalent(resume, options.out, same_ec)) {
+        throw UserError(fmt::format("--resume {} and --out {} must be the same folder", resume, options.out));
+      }
       std::unique_ptr<hfta::dist::LocalRanks> local;
       if (!world && workers > 1) local = std::make_unique<hfta::dist::LocalRanks>(workers, args);
       const auto place = world ? world : local ? std::optional(local->world()) : std::nullopt;
@@ -161,21 +177,6 @@ int main(int argc, char** argv) {
           device = c10::Device(
               at::kCUDA, static_cast<c10::DeviceIndex>(place->local_rank % at::detail::getCUDAHooks().deviceCount()));
         }
-      }
-      // Rank 0 reports and writes; the other workers' reports would repeat it.
-      const bool lead = !place || place->rank == 0;
-      if (!lead && std::freopen("/dev/null", "w", stdout) == nullptr) throw UserError("cannot quiet stdout");
-      // A worker restarted by torchrun goes on with the run it was part of.
-      if (world && world->restart_count > 0) resume = options.out;
-      if (threads > 0) at::set_num_threads(threads);
-      const auto journal = fs::path(options.out) / "journal.jsonl";
-      if (lead && resume.empty() && fs::exists(journal)) {
-        throw UserError(fmt::format("{} holds a tuning run already: go on with --resume {}, or give another --out",
-                                    options.out, options.out));
-      }
-      std::error_code same_ec;
-      if (!resume.empty() && !fs::equivalent(resume, options.out, same_ec)) {
-        throw UserError(fmt::format("--resume {} and --out {} must be the same folder", resume, options.out));
       }
       hfta::tune::Tuner tuner(options);
       if (lead && resume.empty()) {

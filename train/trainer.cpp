@@ -74,7 +74,12 @@ Trainer::Trainer(torch::jit::Module fused, optim::FusedOptimizer& optimizer, Tra
     }
     sync_batch_norm_ = std::make_unique<ops::SyncBatchNormScope>([this](at::Tensor& t) {
       const Stopwatch stopwatch(communication_seconds_);
-      options_.group->sumInPlace({t});
+      try {
+        options_.group->sumInPlace({t});
+      } catch (const dist::CollectiveError& e) {
+        failed_collective_ = e.what();  // TorchScript and autograd wrap it in errors of their own
+        throw;
+      }
     });
   }
   if (options_.group != nullptr) {
@@ -114,6 +119,10 @@ void Trainer::sumGradientsOverRanks() {
     grads.push_back(p.grad());
   }
   options_.group->sumInPlace(grads);
+}
+
+void Trainer::rethrowFailedCollective() const {
+  if (!failed_collective_.empty()) throw dist::CollectiveError(failed_collective_);
 }
 
 void Trainer::shareRankZeroBuffers() {
@@ -173,6 +182,7 @@ at::Tensor Trainer::forward(const at::Tensor& input, const Dataset& data) {
     const torch::jit::GraphOptimizerEnabledGuard executor(options_.profiling_executor);
     output = module_.forward({input});
   } catch (const std::exception& fused_error) {  // c10::Error, or torch::jit::JITException from TorchScript code
+    rethrowFailedCollective();
     // Member 0 alone on its batch says what is wrong in the user's terms; if
     // it runs, the fused module failed where the member did not: a bug of
     // hfta's, not the user's.
@@ -272,7 +282,12 @@ std::vector<MemberEpoch> Trainer::runEpoch(const Dataset& train, const Dataset& 
       stop_agreed_ = packed[2 * array_size_].item<double>() > 0;
     }
     const auto losses = sums / batch_counts.clamp_min(1);
-    (scaler_ ? scaler_->scale(losses) : losses).sum().backward();
+    try {
+      (scaler_ ? scaler_->scale(losses) : losses).sum().backward();
+    } catch (const std::exception&) {
+      rethrowFailedCollective();
+      throw;
+    }
     if (options_.group != nullptr) sumGradientsOverRanks();
     const auto detached = (batch_sums / batch_counts.clamp_min(1)).to(at::kDouble).cpu();
     for (int64_t b = 0; b < array_size_; ++b) {

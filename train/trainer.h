@@ -165,6 +165,10 @@ class Trainer {
   void sumGradientsOverRanks();
   // Per-shard batch norm: every rank's buffers become rank 0's.
   void shareRankZeroBuffers();
+  // A collective that failed inside the graph (synchronized batch norm's
+  // sums, in the forward or the backward) comes out wrapped in TorchScript's
+  // or autograd's errors: this throws it again as the CollectiveError it was.
+  void rethrowFailedCollective() const;
 
   torch::jit::Module module_;
   optim::FusedOptimizer& optimizer_;
@@ -179,6 +183,7 @@ class Trainer {
   // learns it from that batch's sum of losses); the next batch does not run.
   bool stop_agreed_ = false;
   double communication_seconds_ = 0;
+  std::string failed_collective_;  // what rethrowFailedCollective() throws
 };
 
 }  // namespace hfta::train

@@ -279,7 +279,21 @@ std::optional<nlohmann::json> Tuner::trainArray(const ArrayRecord& array, const 
   for (int64_t id : array.trials) configs.push_back(trials_.at(id).config);
   auto config = arrayConfig(configs);
   std::error_code ec;
-  const bool cut_short = fs::exists(where + "/state.pt", ec) || fs::exists(where + ".old/state.pt", ec);
+  // OUT/array_trials/N names the trials and epochs array N was started
+  // with: a checkpoint left by an earlier attempt is this array's only if
+  // they agree (a search resumed with another number of workers plans
+  // random search's and ASHA's arrays otherwise).
+  const auto started = (fs::path(options_.out) / "array_trials" / std::to_string(array.id)).string();
+  const auto what = fmt::format("{} / {} -> {}\n", fmt::join(array.trials, " "), array.from_epochs, array.to_epochs);
+  std::ifstream earlier(started);
+  const bool same_array = earlier && std::string(std::istreambuf_iterator<char>(earlier), {}) == what;
+  const bool cut_short = same_array && (fs::exists(where + "/state.pt", ec) || fs::exists(where + ".old/state.pt", ec));
+  if (!cut_short) {
+    removeTree(where);
+    removeTree(where + ".old");
+    fs::create_directories(fs::path(started).parent_path());
+    writeFileAtomically(started, what);
+  }
   if (cut_short || array.from_epochs > 0) {
     config.array_size = 0;
     config.seeds.clear();

@@ -8,8 +8,10 @@ loopback with Gloo:
    Without --sync-batch-norm the CNN's batch norm sees each rank's shard
    only: that run must differ from one process's (what the flag is for).
 2. A rank killed mid-run (the two started by hand, with torchrun's
-   variables): the other stops at once with an error that names its rank,
-   the epoch and the intact checkpoint, which is whole and resumes.
+   variables, the CNN with --sync-batch-norm: the other meets the dead rank
+   in a batch norm's sum inside the graph): the other stops at once with an
+   error that names its rank, the epoch and the intact checkpoint, which is
+   whole and resumes.
 3. Under torchrun --max-restarts 1 with --auto-resume, a rank killed after
    epoch 2's checkpoint: torchrun restarts both ranks, they go on from the
    checkpoint, and the run ends with the metrics and weights of a run that
@@ -140,8 +142,8 @@ def a_killed_rank_stops_the_other(args, tmp, fused):
         env = dict(os.environ, WORLD_SIZE="2", RANK=str(rank), LOCAL_RANK=str(rank), MASTER_ADDR="127.0.0.1",
                    MASTER_PORT=str(store.port), TORCHELASTIC_USE_AGENT_STORE="True")
         ranks.append(subprocess.Popen([args.train, fused, *COMMON, "--epochs", "20", "--checkpoint-every", "1",
-                                       "--out", out], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                      text=True))
+                                       "--sync-batch-norm", "--out", out], env=env, stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True))
     for line in ranks[0].stdout:
         if line.startswith("epoch   1"):
             ranks[1].send_signal(signal.SIGKILL)
@@ -218,7 +220,7 @@ def main():
         cnn_fused = fuse(args, tmp, "digits")
         mlp_fused = fuse(args, tmp, "mlp", in_features=64)
         two_ranks_equal_one_process(args, tmp, cnn_fused, mlp_fused)
-        a_killed_rank_stops_the_other(args, tmp, mlp_fused)
+        a_killed_rank_stops_the_other(args, tmp, cnn_fused)
         torchrun_restarts_from_the_checkpoint(args, tmp, cnn_fused)
     print("test_train_distributed: OK")
 
