@@ -104,23 +104,8 @@ std::vector<Bucket> bucketsOf(const std::vector<at::Tensor>& tensors, int64_t bu
   return buckets;
 }
 
-// Runs `collective` on every bucket (all in flight together), waits, and
-// copies the results back into the tensors.
-template <typename Collective>
-void inBuckets(const std::vector<at::Tensor>& tensors, int64_t bucket_bytes, const char* what, int ranks,
-               const Collective& collective) {
-  auto buckets = bucketsOf(tensors, bucket_bytes);
-  std::vector<c10::intrusive_ptr<c10d::Work>> works;
-  try {
-    for (auto& bucket : buckets) {
-      std::vector<at::Tensor> flat{bucket.flat};
-      works.push_back(collective(flat));
-    }
-    for (auto& work : works) work->wait();
-  } catch (const std::exception& e) {
-    throw CollectiveError(fmt::format("the {} across {} ranks failed (a rank stopped, or stopped answering): {}", what,
-                                      ranks, errorSummary(e)));
-  }
+// The sums' values copied back into the tensors they were flattened from.
+void unflatten(std::vector<Bucket>& buckets) {
   for (auto& bucket : buckets) {
     int64_t offset = 0;
     for (auto& t : bucket.tensors) {
@@ -128,6 +113,11 @@ void inBuckets(const std::vector<at::Tensor>& tensors, int64_t bucket_bytes, con
       offset += t.numel();
     }
   }
+}
+
+CollectiveError failure(const char* what, int ranks, const std::exception& e) {
+  return CollectiveError(fmt::format("the {} across {} ranks failed (a rank stopped, or stopped answering): {}", what,
+                                     ranks, errorSummary(e)));
 }
 
 }  // namespace
@@ -159,21 +149,53 @@ Group Group::connect(const World& world, c10::Device device, std::chrono::millis
   return group;
 }
 
+c10::intrusive_ptr<c10d::Work> Group::startSum(std::vector<at::Tensor>& tensors, const char* what) {
+  try {
+    return backend_->allreduce(tensors);
+  } catch (const std::exception& e) {
+    throw failure(what, size(), e);
+  }
+}
+
+void Group::wait(const std::vector<c10::intrusive_ptr<c10d::Work>>& works, const char* what) const {
+  try {
+    for (const auto& work : works) work->wait();
+  } catch (const std::exception& e) {
+    throw failure(what, size(), e);
+  }
+}
+
 void Group::sumInPlace(const std::vector<at::Tensor>& tensors, int64_t bucket_bytes) {
-  inBuckets(tensors, bucket_bytes, "all-reduce", size(),
-            [&](std::vector<at::Tensor>& flat) { return backend_->allreduce(flat); });
+  auto buckets = bucketsOf(tensors, bucket_bytes);
+  std::vector<c10::intrusive_ptr<c10d::Work>> works;
+  for (auto& bucket : buckets) {
+    std::vector<at::Tensor> flat{bucket.flat};
+    works.push_back(startSum(flat));
+  }
+  wait(works);
+  unflatten(buckets);
 }
 
 void Group::broadcastInPlace(const std::vector<at::Tensor>& tensors, int64_t bucket_bytes) {
-  inBuckets(tensors, bucket_bytes, "broadcast from rank 0", size(),
-            [&](std::vector<at::Tensor>& flat) { return backend_->broadcast(flat); });
+  auto buckets = bucketsOf(tensors, bucket_bytes);
+  std::vector<c10::intrusive_ptr<c10d::Work>> works;
+  try {
+    for (auto& bucket : buckets) {
+      std::vector<at::Tensor> flat{bucket.flat};
+      works.push_back(backend_->broadcast(flat));
+    }
+  } catch (const std::exception& e) {
+    throw failure("broadcast from rank 0", size(), e);
+  }
+  wait(works, "broadcast from rank 0");
+  unflatten(buckets);
 }
 
 void Group::barrier() {
   try {
     backend_->barrier()->wait();
   } catch (const std::exception& e) {
-    throw CollectiveError(fmt::format("the barrier across {} ranks failed: {}", size(), errorSummary(e)));
+    throw failure("barrier", size(), e);
   }
 }
 

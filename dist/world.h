@@ -67,6 +67,11 @@ class Group {
   void sumInPlace(const std::vector<at::Tensor>& tensors, int64_t bucket_bytes = 25 << 20);
   // Each rank ends with rank 0's `tensors` (in place), in buckets likewise.
   void broadcastInPlace(const std::vector<at::Tensor>& tensors, int64_t bucket_bytes = 25 << 20);
+  // The pieces of a sum, for a caller that starts sums as its tensors
+  // become ready (OverlappedGradientSum): an all-reduce of `tensors`
+  // started, and the wait for several; CollectiveError saying `what` failed.
+  c10::intrusive_ptr<c10d::Work> startSum(std::vector<at::Tensor>& tensors, const char* what = "all-reduce");
+  void wait(const std::vector<c10::intrusive_ptr<c10d::Work>>& works, const char* what = "all-reduce") const;
   void barrier();
 
  private:

@@ -4,9 +4,14 @@
 // rank 0's broadcast; every result is exact in binary floating point. Exit 0
 // when every value is right. With --leave, rank 1 exits once joined and
 // rank 0 exits 0 only if its all-reduce then fails with a CollectiveError.
+// With --gradients, gradients are summed while backward runs
+// (OverlappedGradientSum): each parameter its own bucket, the buckets of
+// the two that get gradients started before backward returns, the unused
+// one's at finish().
 #include <fmt/format.h>
 #include <torch/torch.h>
 
+#include "dist/gradient_sum.h"
 #include "dist/world.h"
 
 int main(int argc, char** argv) {
@@ -29,6 +34,23 @@ int main(int argc, char** argv) {
     return 1;
   }
   const double r = group.rank() + 1;  // 1, 2
+  if (mode == "--gradients") {
+    // In reverse order (the buckets' order): w2, w1, then the unused one.
+    auto unused = torch::zeros({3}, torch::requires_grad());
+    auto w1 = torch::ones({4}, torch::requires_grad()), w2 = torch::ones({4}, torch::requires_grad());
+    hfta::dist::OverlappedGradientSum sum(group, {unused, w1, w2}, /*bucket_bytes=*/16);
+    sum.begin();
+    ((w1 * r).sum() + (w2 * w2 * r).sum()).backward();  // gradients r and 2 r
+    const size_t during = sum.started();
+    sum.finish();
+    const bool right = during == 2 && sum.started() == 3 && w1.grad().eq(3).all().item<bool>() &&
+                       w2.grad().eq(6).all().item<bool>() && unused.grad().eq(0).all().item<bool>();
+    if (!right) {
+      fmt::print(stderr, "rank {}: {} buckets started during backward (2 expected); gradients {} {} {}\n", group.rank(),
+                 during, w1.grad()[0].item<double>(), w2.grad()[0].item<double>(), unused.grad()[0].item<double>());
+    }
+    return right ? 0 : 1;
+  }  // 1, 2
   std::vector<at::Tensor> tensors{torch::full({3, 4}, r), torch::full({1000}, 10 * r, torch::kDouble),
                                   torch::full({700}, -r).t(), torch::full({2, 2}, r * r, torch::kDouble)};
   int wrong = 0;

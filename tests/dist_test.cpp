@@ -130,6 +130,10 @@ void runTwoRanks(const char* mode) {
 
 TEST(DistributedGroup, SumsAndBroadcastsAcrossTwoRanks) { runTwoRanks("--collectives"); }
 
+// Gradients summed while backward runs: the buckets of the parameters that
+// got gradients start before backward returns.
+TEST(DistributedGroup, SumsGradientsAsBackwardProducesThem) { runTwoRanks("--gradients"); }
+
 // Rank 1 exits after joining; rank 0's next all-reduce fails with a
 // CollectiveError rather than waiting for ever.
 TEST(DistributedGroup, ARankThatLeavesFailsTheOthersCollective) { runTwoRanks("--leave"); }

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "dist/gradient_sum.h"
 #include "dist/world.h"
 #include "passes/hfta/hfta.h"
 #include "passes/ir/diagnostics.h"
@@ -84,10 +85,14 @@ Trainer::Trainer(torch::jit::Module fused, optim::FusedOptimizer& optimizer, Tra
   }
   if (options_.group != nullptr) {
     // Every rank starts from rank 0's weights and buffers.
-    std::vector<at::Tensor> state;
-    for (const auto& p : module_.parameters()) state.push_back(p.detach());
+    std::vector<at::Tensor> state, trained;
+    for (const auto& p : module_.parameters()) {
+      state.push_back(p.detach());
+      if (p.requires_grad()) trained.push_back(p);
+    }
     for (const auto& b : module_.buffers()) state.push_back(b);
     options_.group->broadcastInPlace(state);
+    gradient_sum_ = std::make_unique<dist::OverlappedGradientSum>(*options_.group, trained);
   }
 }
 
@@ -108,17 +113,6 @@ void Trainer::sumOverRanks(const std::vector<at::Tensor>& tensors) {
   for (size_t i = 0; i < tensors.size(); ++i) {
     if (!on_device[i].is_same(tensors[i])) tensors[i].copy_(on_device[i]);
   }
-}
-
-void Trainer::sumGradientsOverRanks() {
-  const Stopwatch stopwatch(communication_seconds_);
-  std::vector<at::Tensor> grads;
-  for (auto p : module_.parameters()) {
-    if (!p.requires_grad()) continue;
-    if (!p.grad().defined()) p.mutable_grad() = at::zeros_like(p);
-    grads.push_back(p.grad());
-  }
-  options_.group->sumInPlace(grads);
 }
 
 void Trainer::rethrowFailedCollective() const {
@@ -282,13 +276,19 @@ std::vector<MemberEpoch> Trainer::runEpoch(const Dataset& train, const Dataset& 
       stop_agreed_ = packed[2 * array_size_].item<double>() > 0;
     }
     const auto losses = sums / batch_counts.clamp_min(1);
+    // Data parallel: the gradients' sums over the ranks start during the
+    // backward pass; finish() waits for the last.
+    if (gradient_sum_) gradient_sum_->begin();
     try {
       (scaler_ ? scaler_->scale(losses) : losses).sum().backward();
     } catch (const std::exception&) {
       rethrowFailedCollective();
       throw;
     }
-    if (options_.group != nullptr) sumGradientsOverRanks();
+    if (gradient_sum_) {
+      const Stopwatch stopwatch(communication_seconds_);
+      gradient_sum_->finish();
+    }
     const auto detached = (batch_sums / batch_counts.clamp_min(1)).to(at::kDouble).cpu();
     for (int64_t b = 0; b < array_size_; ++b) {
       const double loss = detached[b].item<double>();

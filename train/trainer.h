@@ -15,15 +15,12 @@
 #include <string>
 #include <vector>
 
+#include "dist/gradient_sum.h"
 #include "runtime/optim/grad_scaler.h"
 #include "runtime/optim/optimizer.h"
 #include "runtime/sync_batch_norm.h"
 #include "train/dataset.h"
 #include "train/schedule.h"
-
-namespace hfta::dist {
-class Group;
-}
 
 namespace hfta::train {
 
@@ -123,7 +120,8 @@ class Trainer {
   optim::FusedGradScaler* scaler() { return scaler_.get(); }
 
   // Data parallel: the seconds this rank has spent in sums and broadcasts
-  // across ranks (waiting for the slowest rank included).
+  // across ranks (waiting for the slowest rank included; of the gradients'
+  // sums, which run during the backward pass, the wait after it).
   double communicationSeconds() const { return communication_seconds_; }
 
   int64_t arraySize() const { return array_size_; }
@@ -160,9 +158,6 @@ class Trainer {
   // Sums `tensors` over the ranks, in place (by way of the run's device,
   // where NCCL needs them).
   void sumOverRanks(const std::vector<at::Tensor>& tensors);
-  // Every parameter's gradient summed over the ranks (zeros where a rank
-  // has none).
-  void sumGradientsOverRanks();
   // Per-shard batch norm: every rank's buffers become rank 0's.
   void shareRankZeroBuffers();
   // A collective that failed inside the graph (synchronized batch norm's
@@ -179,6 +174,7 @@ class Trainer {
   Progress progress_;
   std::unique_ptr<optim::FusedGradScaler> scaler_;
   std::unique_ptr<ops::SyncBatchNormScope> sync_batch_norm_;
+  std::unique_ptr<dist::OverlappedGradientSum> gradient_sum_;  // data parallel
   // Data parallel: a rank asked to stop during the last batch (every rank
   // learns it from that batch's sum of losses); the next batch does not run.
   bool stop_agreed_ = false;

@@ -101,14 +101,12 @@ def array_in_flight(out, own):
     return None
 
 
-def a_killed_worker_loses_nothing(args, tmp):
-    flags = ["--limit", "900", "--array-size", "1"]
-    calm = os.path.join(tmp, "calm")
-    subprocess.run(command(args, tmp, calm, *flags), check=True, stdout=subprocess.DEVNULL)
-
-    out = os.path.join(tmp, "killed")
-    run = subprocess.Popen(command(args, tmp, out, *flags, "--workers", "2"), stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, text=True)
+def kill_rank_one_mid_array(launch, out):
+    """Starts `launch` (a search of 2 workers writing to `out`) and SIGKILLs
+    the worker of rank 1, a child of the launched process, once an array
+    that rank 0 did not announce as its own has a checkpoint with epochs to
+    go. Returns the array, rank 0's output, its errors and its exit code."""
+    run = subprocess.Popen(launch, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     lines = []  # rank 0's output so far, read by a thread
     reader = threading.Thread(target=lambda: lines.extend(run.stdout), daemon=True)
     reader.start()
@@ -118,19 +116,27 @@ def a_killed_worker_loses_nothing(args, tmp):
         # Rank 0 announces the arrays it trains itself: "array   N (bracket ...".
         own = {line.split()[2] for line in list(lines) if line.startswith("hfta-tune: array") and "(" in line
                and " on worker " not in line and "from the journal" not in line}
-        in_flight = array_in_flight(out, own)
-        if in_flight is not None:
-            worker = [pid for pid in map(int, filter(str.isdigit, os.listdir("/proc"))) if parent_of(pid) == run.pid]
-            assert len(worker) == 1, f"worker 1 is not one child of hfta-tune: {worker}"
-            os.kill(worker[0], signal.SIGKILL)
-            victim = in_flight
+        victim = array_in_flight(out, own)
+        if victim is not None:
+            ranks = {rank_of(pid): pid for pid in map(int, filter(str.isdigit, os.listdir("/proc")))
+                     if parent_of(pid) == run.pid}
+            os.kill(ranks["1"], signal.SIGKILL)
         time.sleep(0.005)
     error = run.stderr.read()
     run.wait(timeout=300)
     reader.join()
-    log = "".join(lines)
-    assert victim is not None, f"worker 1 never had an array in flight to kill:\n{log}"
-    assert run.returncode == 0, f"the search did not survive its worker's death ({run.returncode}):\n{error}"
+    assert victim is not None, "rank 1 never had an array in flight to kill:\n" + "".join(lines)
+    return victim, "".join(lines), error, run.returncode
+
+
+def a_killed_worker_loses_nothing(args, tmp):
+    flags = ["--limit", "900", "--array-size", "1"]
+    calm = os.path.join(tmp, "calm")
+    subprocess.run(command(args, tmp, calm, *flags), check=True, stdout=subprocess.DEVNULL)
+
+    out = os.path.join(tmp, "killed")
+    victim, log, error, returncode = kill_rank_one_mid_array(command(args, tmp, out, *flags, "--workers", "2"), out)
+    assert returncode == 0, f"the search did not survive its worker's death ({returncode}):\n{error}"
     assert "worker 1 was killed" in error, error
     went_on = [line for line in log.splitlines() if "going on from its checkpoint after epoch" in line]
     assert went_on, f"no array went on from a checkpoint:\n{log}"
@@ -147,28 +153,9 @@ def torchrun_restarts_the_search(args, tmp):
     flags = ["--limit", "900", "--array-size", "1"]
     calm = os.path.join(tmp, "calm")  # from a_killed_worker_loses_nothing
     out = os.path.join(tmp, "restarted")
-    run = subprocess.Popen(TORCHRUN + ["--nproc-per-node", "2", "--max-restarts", "1"] +
-                           command(args, tmp, out, *flags), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    lines = []
-    reader = threading.Thread(target=lambda: lines.extend(run.stdout), daemon=True)
-    reader.start()
-    killed = None
-    deadline = time.monotonic() + 120
-    while killed is None and run.poll() is None and time.monotonic() < deadline:
-        own = {line.split()[2] for line in list(lines) if line.startswith("hfta-tune: array") and "(" in line
-               and " on worker " not in line and "from the journal" not in line}
-        if array_in_flight(out, own) is not None:
-            ranks = {rank_of(pid): pid for pid in map(int, filter(str.isdigit, os.listdir("/proc")))
-                     if parent_of(pid) == run.pid}
-            os.kill(ranks["1"], signal.SIGKILL)
-            killed = ranks["1"]
-        time.sleep(0.005)
-    error = run.stderr.read()
-    run.wait(timeout=300)
-    reader.join()
-    assert killed is not None, "rank 1 never had an array in flight to kill"
-    assert run.returncode == 0, f"torchrun did not finish the search after the restart ({run.returncode}):\n{error}"
-    log = "".join(lines)
+    _, log, error, returncode = kill_rank_one_mid_array(
+        TORCHRUN + ["--nproc-per-node", "2", "--max-restarts", "1"] + command(args, tmp, out, *flags), out)
+    assert returncode == 0, f"torchrun did not finish the search after the restart ({returncode}):\n{error}"
     assert "from the journal" in log, f"the restarted ranks did not go on with the run:\n{log}"
     assert results(out) == results(calm), "the search restarted by torchrun ended elsewhere"
     print("torchrun restarted the search after rank 1 was killed: the same results as a search never disturbed")
