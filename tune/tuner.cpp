@@ -310,7 +310,7 @@ std::optional<nlohmann::json> Tuner::trainArray(const ArrayRecord& array, const 
                   array.rung, array.trials.size(), array.trials.size() == 1 ? "" : "s", fmt::join(array.trials, " "),
                   array.from_epochs, array.to_epochs,
                   cut_short ? fmt::format(", going on from its checkpoint after epoch {} (batch {} of the next)",
-                                          run.progress().epochs_done, run.progress().batches_done)
+                                          resumed_at, run.progress().batches_done)
                             : ""));
   while (run.progress().epochs_done < array.to_epochs) {
     // Checkpointed after each epoch, and when stopped: a worker that dies

@@ -3,7 +3,8 @@ loopback with Gloo:
 
 1. Two ranks under torchrun train as one process does on the same global
    batches, per member: the digits CNN with --sync-batch-norm, and an MLP
-   (no batch norm) with each member's own stream of batches. Batches of 29
+   (no batch norm) with each member's own stream of batches, one member
+   diverging (frozen on both ranks, as in one process). Batches of 29
    leave a last batch of one sample, so one rank computes a stand-in there.
    Without --sync-batch-norm the CNN's batch norm sees each rank's shard
    only: that run must differ from one process's (what the flag is for).
@@ -49,8 +50,8 @@ TOLERANCE = 1e-9  # relative; see above
 TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--no-python"]
 # 320 training samples (of the digits' first 400) in batches of 29: the
 # last batch holds one sample, fewer than the ranks.
-COMMON = ["--lr", "0.05,0.1,0.2", "--momentum", "0.9", "--batch-size", "29", "--threads", "1", "--dtype", "float64",
-          "--limit", "400"]
+COMMON = ["--momentum", "0.9", "--batch-size", "29", "--threads", "1", "--dtype", "float64", "--limit", "400"]
+LRS = ["--lr", "0.05,0.1,0.2"]
 
 
 def metrics(out):
@@ -68,6 +69,8 @@ def compare(one, two, what, exact=False):
             y = b[key]
             if key.endswith("seconds"):
                 continue
+            if isinstance(x, float) and math.isnan(x) and isinstance(y, float) and math.isnan(y):
+                continue  # a diverged member's loss, in both
             if exact or not isinstance(x, float):
                 assert x == y, f"{what}: epoch {a['epoch']} member {a['member']} {key}: {x!r} against {y!r}"
             else:
@@ -78,25 +81,28 @@ def compare(one, two, what, exact=False):
 
 
 def compare_members(one, two, what, exact=False):
-    """The exported members' parameters and buffers: equal bit for bit, or
-    within TOLERANCE of each tensor's largest value (an element near zero
-    carries the rounding of the larger values it was computed from)."""
-    for b in range(3):
-        a = torch.jit.load(os.path.join(one, f"member_{b}.pt")).state_dict()
-        c = torch.jit.load(os.path.join(two, f"member_{b}.pt")).state_dict()
+    """The exported members' (all but diverged ones) parameters and buffers:
+    equal bit for bit, or within TOLERANCE of each tensor's largest value (an
+    element near zero carries the rounding of the larger values it was
+    computed from)."""
+    exported = sorted(f for f in os.listdir(one) if f.startswith("member_"))
+    assert exported == sorted(f for f in os.listdir(two) if f.startswith("member_")), f"{what}: other members exported"
+    for member in exported:
+        a = torch.jit.load(os.path.join(one, member)).state_dict()
+        c = torch.jit.load(os.path.join(two, member)).state_dict()
         for name in a:
             if exact or not a[name].is_floating_point():
                 ok = torch.equal(a[name], c[name])
             else:
                 ok = (a[name] - c[name]).abs().max() <= TOLERANCE * a[name].abs().max()
-            assert ok, f"{what}: member {b}'s {name} differs"
+            assert ok, f"{what}: {member}'s {name} differs"
 
 
-def train(args, fused, out, *flags, ranks=0):
+def train(args, fused, out, *flags, ranks=0, lrs=LRS):
     """hfta-train in one process (ranks=0) or under torchrun; its stdout."""
     launcher = TORCHRUN + ["--nproc-per-node", str(ranks)] if ranks else []
-    command = launcher + [args.train, fused, *COMMON, "--epochs", "2", "--out", out, "--export-best", out, "--top",
-                          "3", *flags]
+    command = launcher + [args.train, fused, *COMMON, *lrs, "--epochs", "2", "--out", out, "--export-best", out,
+                          "--top", "3", *flags]
     run = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert run.returncode == 0, f"{' '.join(command)} failed:\n{run.stdout}\n{run.stderr}"
     return run.stdout
@@ -125,12 +131,16 @@ def two_ranks_equal_one_process(args, tmp, cnn_fused, mlp_fused):
     assert a[0]["train_loss"] != b[0]["train_loss"], "per-shard batch norm trained as one process: it should not"
     print("CNN: 2 ranks with per-shard batch norm differ from 1 process, as they should")
 
+    # Member 2's learning rate overflows its weights at once: it diverges,
+    # and is frozen, on both ranks as in one process.
     one, two = os.path.join(tmp, "mlp_one"), os.path.join(tmp, "mlp_two")
-    train(args, mlp_fused, one, "--own-streams")
-    train(args, mlp_fused, two, "--own-streams", ranks=2)
+    diverging = ["--lr", "0.05,0.1,1e300"]
+    train(args, mlp_fused, one, "--own-streams", lrs=diverging)
+    train(args, mlp_fused, two, "--own-streams", ranks=2, lrs=diverging)
     worst = compare(metrics(one), metrics(two), "MLP with own streams, 2 ranks against 1 process")
     compare_members(one, two, "MLP with own streams, 2 ranks against 1 process")
-    print(f"MLP, own streams: 2 ranks = 1 process (worst relative difference {worst:.1e})")
+    assert [r["diverged"] for r in metrics(two) if r["member"] == 2] == [True, True], metrics(two)
+    print(f"MLP, own streams, member 2 diverging: 2 ranks = 1 process (worst relative difference {worst:.1e})")
 
 
 def a_killed_rank_stops_the_other(args, tmp, fused):
@@ -141,7 +151,7 @@ def a_killed_rank_stops_the_other(args, tmp, fused):
     for rank in range(2):
         env = dict(os.environ, WORLD_SIZE="2", RANK=str(rank), LOCAL_RANK=str(rank), MASTER_ADDR="127.0.0.1",
                    MASTER_PORT=str(store.port), TORCHELASTIC_USE_AGENT_STORE="True")
-        ranks.append(subprocess.Popen([args.train, fused, *COMMON, "--epochs", "20", "--checkpoint-every", "1",
+        ranks.append(subprocess.Popen([args.train, fused, *COMMON, *LRS, "--epochs", "20", "--checkpoint-every", "1",
                                        "--sync-batch-norm", "--out", out], env=env, stdout=subprocess.PIPE,
                                       stderr=subprocess.PIPE, text=True))
     for line in ranks[0].stdout:
@@ -157,7 +167,7 @@ def a_killed_rank_stops_the_other(args, tmp, fused):
     print(f"rank 1 killed: rank 0 stopped {seconds:.1f} s later: {error.strip().splitlines()[-1][:160]}...")
     state = torch.load(os.path.join(checkpoint, "state.pt"), weights_only=False)  # (our own file)
     assert state["epochs_done"] == 1 and state["batches_done"] == 0, state
-    resumed = subprocess.run([args.train, fused, *COMMON, "--epochs", "2", "--resume", checkpoint, "--out", out],
+    resumed = subprocess.run([args.train, fused, *COMMON, *LRS, "--epochs", "2", "--resume", checkpoint, "--out", out],
                              stdout=subprocess.PIPE, text=True, check=True).stdout
     assert "resumed from" in resumed and "epoch   2" in resumed, resumed
     print("the checkpoint after epoch 1 is whole: one process resumed it and trained epoch 2")
@@ -185,12 +195,12 @@ def children(pid):
 def torchrun_restarts_from_the_checkpoint(args, tmp, fused):
     whole = os.path.join(tmp, "whole")
     flags = ["--epochs", "4", "--checkpoint-every", "1", "--auto-resume", "--export-best"]
-    subprocess.run(TORCHRUN + ["--nproc-per-node", "2", args.train, fused, *COMMON, *flags, whole, "--top", "3",
+    subprocess.run(TORCHRUN + ["--nproc-per-node", "2", args.train, fused, *COMMON, *LRS, *flags, whole, "--top", "3",
                                "--out", whole], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     cut = os.path.join(tmp, "cut")
     run = subprocess.Popen(TORCHRUN + ["--nproc-per-node", "2", "--max-restarts", "1", args.train, fused, *COMMON,
-                                       *flags, cut, "--top", "3", "--out", cut],
+                                       *LRS, *flags, cut, "--top", "3", "--out", cut],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     killed = None
     for line in run.stdout:
