@@ -55,16 +55,28 @@ struct Result {
   at::Tensor output, input_grad, weight_grad, bias_grad, running_mean, running_var;
 };
 
-// Batch norm of `input` [N, B*C, *] for an array of kMembers, with the
-// momenta given (one: hfta::batch_norm; several: hfta::batch_norm_momenta),
-// and the backward of a fixed weighting of the output.
-Result normalize(const at::Tensor& input, const std::vector<double>& momenta, const at::Tensor& output_weights) {
-  torch::manual_seed(7);  // the same weights and statistics on every rank
+// The weights and running statistics every rank starts from (drawn here,
+// once: the threads must not share the global generator).
+struct State {
+  at::Tensor weight, bias, running_mean, running_var;
+};
+
+State startingState() {
   const auto options = torch::dtype(torch::kDouble);
-  auto weight = (1 + torch::rand({kMembers, kChannels}, options)).requires_grad_();
-  auto bias = torch::randn({kMembers, kChannels}, options).requires_grad_();
-  auto running_mean = torch::randn({kMembers, kChannels}, options);
-  auto running_var = 1 + torch::rand({kMembers, kChannels}, options);
+  const auto gen = at::make_generator<at::CPUGeneratorImpl>(7);
+  return {1 + torch::rand({kMembers, kChannels}, gen, options), torch::randn({kMembers, kChannels}, gen, options),
+          torch::randn({kMembers, kChannels}, gen, options), 1 + torch::rand({kMembers, kChannels}, gen, options)};
+}
+
+// Batch norm of `input` [N, B*C, *] for an array of kMembers from `start`,
+// with the momenta given (one: hfta::batch_norm; several:
+// hfta::batch_norm_momenta), and the backward of a fixed weighting of the
+// output.
+Result normalize(const State& start, const at::Tensor& input, const std::vector<double>& momenta,
+                 const at::Tensor& output_weights) {
+  auto weight = start.weight.clone().requires_grad_();
+  auto bias = start.bias.clone().requires_grad_();
+  auto running_mean = start.running_mean.clone(), running_var = start.running_var.clone();
   auto x = input.clone().requires_grad_();
   const auto y = momenta.size() == 1
                      ? ops::batch_norm(x, weight, bias, running_mean, running_var, true, momenta[0], 1e-5, false)
@@ -82,7 +94,8 @@ void expectShardsEqualWhole(const std::vector<int64_t>& shape, int64_t split, co
   torch::manual_seed(0);
   const auto input = 3 + 2 * torch::randn(shape, torch::kDouble);
   const auto output_weights = torch::randn(shape, torch::kDouble);
-  const auto whole = normalize(input, momenta, output_weights);
+  const auto start = startingState();
+  const auto whole = normalize(start, input, momenta, output_weights);
 
   Result shards[2];
   {
@@ -93,12 +106,12 @@ void expectShardsEqualWhole(const std::vector<int64_t>& shape, int64_t split, co
       setStandInShard(stand_in);
       const int64_t begin = stand_in ? 0 : split, end = stand_in ? 1 : shape[0];
       shards[1] =
-          normalize(input.slice(0, begin, end), momenta,
+          normalize(start, input.slice(0, begin, end), momenta,
                     stand_in ? at::zeros_like(output_weights.slice(0, 0, 1)) : output_weights.slice(0, begin, end));
       setStandInShard(false);
       if (stand_in) shards[1].output = shards[1].input_grad = input.slice(0, 0, 0);
     });
-    shards[0] = normalize(input.slice(0, 0, split), momenta, output_weights.slice(0, 0, split));
+    shards[0] = normalize(start, input.slice(0, 0, split), momenta, output_weights.slice(0, 0, split));
     second.join();
   }
   EXPECT_TRUE(allClose(at::cat({shards[0].output, shards[1].output}), whole.output, kTolerance));

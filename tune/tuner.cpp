@@ -56,6 +56,13 @@ std::vector<std::vector<int64_t>> balanced(const std::vector<int64_t>& trials, i
 
 std::string checkpointOf(const std::string& out, int64_t array) { return fmt::format("{}/arrays/{}", out, array); }
 
+// "array   3 (bracket 1, rung 0): 2 trials [4 5], epochs 0 -> 1"
+std::string describe(const ArrayRecord& array) {
+  return fmt::format("array {:>3} (bracket {}, rung {}): {} trial{} [{}], epochs {} -> {}", array.id, array.bracket,
+                     array.rung, array.trials.size(), array.trials.size() == 1 ? "" : "s", fmt::join(array.trials, " "),
+                     array.from_epochs, array.to_epochs);
+}
+
 // The arrays the journal records as finished, by number; a torn last line
 // (a crash mid-write) left out.
 std::map<int64_t, nlohmann::json> readJournal(const std::string& path) {
@@ -239,11 +246,8 @@ bool Tuner::runRound(std::vector<ArrayRecord>& round, const Log& log, const std:
     }
   } else {
     const int64_t first = round.front().id, count = static_cast<int64_t>(round.size());
-    // A worker in the place of one that died goes on with the array it held.
-    if (const auto held = pool->held(); held && *held >= first && *held < first + count && !pool->result(*held)) {
-      if (!train(*held)) return false;
-    }
-    while (const auto claimed = pool->claim(first, count)) {
+    const auto done = [&](int64_t id) { return results.count(id) > 0; };
+    while (const auto claimed = pool->claim(first, count, done)) {
       if (!train(*claimed)) return false;
     }
     // The others' arrays, as they finish.
@@ -306,12 +310,9 @@ std::optional<nlohmann::json> Tuner::trainArray(const ArrayRecord& array, const 
   const auto start = std::chrono::steady_clock::now();
   train::Run run(config);
   const int64_t resumed_at = run.progress().epochs_done;
-  log(fmt::format("array {:>3} (bracket {}, rung {}): {} trial{} [{}], epochs {} -> {}{}", array.id, array.bracket,
-                  array.rung, array.trials.size(), array.trials.size() == 1 ? "" : "s", fmt::join(array.trials, " "),
-                  array.from_epochs, array.to_epochs,
-                  cut_short ? fmt::format(", going on from its checkpoint after epoch {} (batch {} of the next)",
-                                          resumed_at, run.progress().batches_done)
-                            : ""));
+  log(describe(array) + (cut_short ? fmt::format(", going on from its checkpoint after epoch {} (batch {} of the next)",
+                                                 resumed_at, run.progress().batches_done)
+                                   : ""));
   while (run.progress().epochs_done < array.to_epochs) {
     // Checkpointed after each epoch, and when stopped: a worker that dies
     // loses an epoch at most.
@@ -339,12 +340,9 @@ void Tuner::apply(ArrayRecord& array, const nlohmann::json& entry, const Log& lo
   array.worker = entry.value("worker", 0);
   const int rank = options_.pool ? options_.pool->rank() : 0;
   if (array.replayed) {
-    log(fmt::format("array {:>3} (bracket {}, rung {}): trials [{}], epochs {} -> {}: from the journal", array.id,
-                    array.bracket, array.rung, fmt::join(array.trials, " "), array.from_epochs, array.to_epochs));
+    log(describe(array) + ": from the journal");
   } else if (array.worker != rank) {
-    log(fmt::format("array {:>3} (bracket {}, rung {}): trials [{}], epochs {} -> {}: {:.2f} s on worker {}{}",
-                    array.id, array.bracket, array.rung, fmt::join(array.trials, " "), array.from_epochs,
-                    array.to_epochs, array.seconds, array.worker,
+    log(fmt::format("{}: {:.2f} s on worker {}{}", describe(array), array.seconds, array.worker,
                     entry.contains("went_on_from_epoch") ? fmt::format(" (going on from its checkpoint after epoch {})",
                                                                        entry["went_on_from_epoch"].get<int64_t>())
                                                          : ""));

@@ -14,17 +14,14 @@ std::string resultKey(int64_t array) { return fmt::format("tune/result/{}", arra
 WorkerPool::WorkerPool(int rank, int size, c10::intrusive_ptr<c10d::Store> store)
     : rank_(rank), size_(size), store_(std::move(store)) {}
 
-std::optional<int64_t> WorkerPool::claim(int64_t first, int64_t count) {
-  const int64_t index = store_->add(fmt::format("tune/claims/{}", first), 1) - 1;
-  if (index >= count) return std::nullopt;
-  store_->set(fmt::format("tune/held/{}", rank_), bytes(std::to_string(first + index)));
-  return first + index;
-}
-
-std::optional<int64_t> WorkerPool::held() const {
-  const auto key = fmt::format("tune/held/{}", rank_);
-  if (!store_->check({key})) return std::nullopt;
-  return std::stoll(text(store_->get(key)));
+std::optional<int64_t> WorkerPool::claim(int64_t first, int64_t count, const std::function<bool(int64_t)>& done) {
+  const auto me = std::to_string(rank_);
+  for (int64_t array = first; array < first + count; ++array) {
+    if (done(array)) continue;
+    const auto holder = store_->compareSet(fmt::format("tune/claim/{}", array), "", me);
+    if (holder == me && !result(array)) return array;
+  }
+  return std::nullopt;
 }
 
 void WorkerPool::post(int64_t array, const std::string& entry) { store_->set(resultKey(array), bytes(entry)); }

@@ -7,9 +7,9 @@
 // worker claims the next array, trains it, posts its result under the
 // array's key), and every worker reads all of the round's results before
 // the algorithm goes on. Rank 0 measures the array size and the others take
-// its plan. A worker records the array it trains: a worker started in the
-// place of one that died (same rank) goes on with that array first, from
-// its last checkpoint.
+// its plan. A claim names the rank: a worker started in the place of one
+// that died (same rank) goes on with the arrays its rank claimed, from
+// their last checkpoints.
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
 #include <chrono>
@@ -27,13 +27,13 @@ class WorkerPool {
   int rank() const { return rank_; }
   int size() const { return size_; }
 
-  // Claims the next unclaimed array of the round whose arrays are
-  // `first` .. first + count - 1 (and records it as this worker's);
-  // nullopt once all are claimed.
-  std::optional<int64_t> claim(int64_t first, int64_t count);
-  // The array this rank's worker had claimed last, if any (a worker that
-  // replaces one that died finds it here).
-  std::optional<int64_t> held() const;
+  // Claims an array of the round whose arrays are `first` .. first +
+  // count - 1 for this worker's rank, skipping those `done` says are done:
+  // one nobody has claimed (the claim is the store's compare-and-set, so no
+  // two ranks get one array), or one claimed by this rank without a result
+  // posted (its worker died: the one in its place goes on with it).
+  // nullopt when there is none.
+  std::optional<int64_t> claim(int64_t first, int64_t count, const std::function<bool(int64_t)>& done);
   // An array's result (its journal entry), posted, or read if posted.
   void post(int64_t array, const std::string& entry);
   std::optional<std::string> result(int64_t array) const;
