@@ -3,10 +3,10 @@
 // --workers N) and what they share: c10d's TCPStore, nothing else. Every
 // worker runs the same search: the algorithm is deterministic given the
 // arrays' results, so every worker plans the same arrays, round after
-// round. A round's arrays are shared out by the store's atomic counter (a
-// worker claims the next array, trains it, posts its result under the
-// array's key), and every worker reads all of the round's results before
-// the algorithm goes on. Rank 0 measures the array size and the others take
+// round. A round's arrays are shared out through the store (a worker
+// claims an array with the store's compare-and-set, trains it, posts its
+// result under the array's key), and every worker reads all of the round's
+// results before the algorithm goes on. Rank 0 measures the array size and the others take
 // its plan. A claim names the rank: a worker started in the place of one
 // that died (same rank) goes on with the arrays its rank claimed, from
 // their last checkpoints.
