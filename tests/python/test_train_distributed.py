@@ -13,7 +13,9 @@ loopback with Gloo:
    in a batch norm's sum inside the graph): the other stops at once with an
    error that names its rank, the epoch and the intact checkpoint, which is
    whole and resumes.
-3. Under torchrun --max-restarts 1 with --auto-resume, a rank killed after
+3. SIGINT to one rank stops both after the next batch; rank 0 writes the
+   checkpoint, which goes on in one process.
+4. Under torchrun --max-restarts 1 with --auto-resume, a rank killed after
    epoch 2's checkpoint: torchrun restarts both ranks, they go on from the
    checkpoint, and the run ends with the metrics and weights of a run that
    was never stopped, bit for bit.
@@ -173,6 +175,34 @@ def a_killed_rank_stops_the_other(args, tmp, fused):
     print("the checkpoint after epoch 1 is whole: one process resumed it and trained epoch 2")
 
 
+def a_stop_asked_of_one_rank_stops_both(args, tmp, fused):
+    """SIGINT to rank 1 alone: both ranks stop after the next batch (the
+    request travels with the losses' sum), rank 0 writes the checkpoint,
+    both exit 130, and the checkpoint goes on in one process."""
+    store = torch.distributed.TCPStore("127.0.0.1", 0, is_master=True, wait_for_workers=False)
+    out = os.path.join(tmp, "stopped")
+    ranks = []
+    for rank in range(2):
+        env = dict(os.environ, WORLD_SIZE="2", RANK=str(rank), LOCAL_RANK=str(rank), MASTER_ADDR="127.0.0.1",
+                   MASTER_PORT=str(store.port), TORCHELASTIC_USE_AGENT_STORE="True")
+        ranks.append(subprocess.Popen([args.train, fused, *COMMON, *LRS, "--epochs", "20", "--out", out], env=env,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    for line in ranks[0].stdout:
+        if line.startswith("epoch   1"):
+            time.sleep(0.02)
+            ranks[1].send_signal(signal.SIGINT)
+            break
+    errors = [rank.communicate(timeout=120)[1] for rank in ranks]
+    assert [rank.returncode for rank in ranks] == [130, 130], ([rank.returncode for rank in ranks], errors)
+    assert "interrupted; checkpoint in" in errors[0], errors[0]
+    state = torch.load(os.path.join(out, "checkpoint", "state.pt"), weights_only=False)  # (our own file)
+    assert state["epochs_done"] >= 1, state
+    print(f"SIGINT to rank 1: both ranks stopped after epoch {state['epochs_done']} and {state['batches_done']} "
+          "batches of the next; rank 0 wrote the checkpoint")
+    subprocess.run([args.train, fused, *COMMON, *LRS, "--epochs", str(state["epochs_done"] + 1), "--resume",
+                    os.path.join(out, "checkpoint"), "--out", out], check=True, stdout=subprocess.DEVNULL)
+
+
 def children(pid):
     """The processes whose parent is `pid`, with their environment's RANK."""
     found = {}
@@ -231,6 +261,7 @@ def main():
         mlp_fused = fuse(args, tmp, "mlp", in_features=64)
         two_ranks_equal_one_process(args, tmp, cnn_fused, mlp_fused)
         a_killed_rank_stops_the_other(args, tmp, cnn_fused)
+        a_stop_asked_of_one_rank_stops_both(args, tmp, mlp_fused)
         torchrun_restarts_from_the_checkpoint(args, tmp, cnn_fused)
     print("test_train_distributed: OK")
 
