@@ -11,15 +11,14 @@ OverlappedGradientSum::OverlappedGradientSum(Group& group, std::vector<at::Tenso
   for (size_t i = params_.size(); i-- > 0;) {
     const auto& p = params_[i];
     const int64_t bytes = p.numel() * p.element_size();
-    bool fits = !buckets_.empty();
-    if (fits) {
-      const auto& last = params_[buckets_.back().params.front()];
-      int64_t used = 0;
-      for (size_t j : buckets_.back().params) used += params_[j].numel() * params_[j].element_size();
-      fits = last.scalar_type() == p.scalar_type() && last.device() == p.device() && used + bytes <= bucket_bytes;
-    }
-    if (!fits) buckets_.emplace_back();
+    const auto fits = [&](const Bucket& bucket) {
+      const auto& first = params_[bucket.params.front()];
+      return first.scalar_type() == p.scalar_type() && first.device() == p.device() &&
+             bucket.bytes + bytes <= bucket_bytes;
+    };
+    if (buckets_.empty() || !fits(buckets_.back())) buckets_.emplace_back();
     buckets_.back().params.push_back(i);
+    buckets_.back().bytes += bytes;
     bucket_of_[i] = buckets_.size() - 1;
   }
   for (size_t i = 0; i < params_.size(); ++i) {

@@ -40,6 +40,7 @@ class OverlappedGradientSum {
  private:
   struct Bucket {
     std::vector<size_t> params;
+    int64_t bytes = 0;
     int64_t waiting = 0;  // gradients not in yet
     at::Tensor flat;
     c10::intrusive_ptr<c10d::Work> work;

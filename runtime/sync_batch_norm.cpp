@@ -68,8 +68,8 @@ at::Tensor syncBatchNorm(const at::Tensor& input, const std::optional<at::Tensor
   // Two passes, each one sum over ranks: the mean, then the squared
   // deviations from it (stable where E[x^2] - mean^2 would cancel). The
   // count travels with the first sum: shards may differ in size.
-  const double local_count = standIn() ? 0.0 : input.numel() / std::max<int64_t>(channels, 1);
   const double share = standIn() ? 0.0 : 1.0;
+  const double local_count = share * input.numel() / std::max<int64_t>(channels, 1);
   const auto sums = SumOverRanks::apply(at::cat({x.sum(reduced) * share, at::full({1}, local_count, x.options())}));
   const auto count = sums.narrow(0, channels, 1).detach();
   const auto mean = sums.narrow(0, 0, channels) / count;

@@ -13,20 +13,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 workers="${1:-2}"
 out="${2:-out/tune_workers_bench}"
-scripts/setup.sh
-scripts/build.sh hfta-tune
-rm -rf "$out" && mkdir -p "$out"
-.venv/bin/python examples/cnn.py "$out" --kind digits --members 1 > /dev/null
+source scripts/tune_bench_common.sh
 cores=$(nproc)
-common=(examples/tune/digits_space.json --model "$out/digits_0.pt" --algorithm hyperband --eta 3 --seed 1)
-run() {  # run NAME FLAGS...: the search into OUT/NAME, its wall time on stdout
-  local name=$1
-  shift
-  local start
-  start=$(date +%s.%N)
-  build/tools/hfta-tune "${common[@]}" --out "$out/$name" "$@" > "$out/$name.log"
-  .venv/bin/python -c "print(round($(date +%s.%N) - $start, 1))"
-}
 # The array size is measured once (and cached) by a short search first, and
 # the convolutions' forms timed: neither timed run pays for them.
 # (The plan is cached per thread count: once for each.)
@@ -35,7 +23,6 @@ run warm --max-epochs 1 --threads "$cores" > /dev/null
 run warm_workers --max-epochs 1 --threads "$threads" > /dev/null
 one=$(run one --max-epochs 27 --threads "$cores")
 many=$(run workers --max-epochs 27 --workers "$workers" --threads "$threads")
-best() { sed -n 's/.*the best trial, \([0-9]*\),.*/\1/p' "$out/$1.log"; }
 grep "array size" "$out/one.log" || true
 printf 'one process, %d threads: %.1f s, best trial %s\n' "$cores" "$one" "$(best one)"
 printf '%d workers: %.1f s, best trial %s (arrays per worker: %s)\n' "$workers" "$many" "$(best workers)" \

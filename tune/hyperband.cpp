@@ -3,9 +3,8 @@
 // brackets of an iteration are independent, so they run side by side: each
 // round hands out the next rung of every bracket still going (more arrays
 // in flight for workers to share; the trials, their verdicts and their
-// numbering are Algorithm 1's). A trial
-// promoted to the next rung goes on from the epochs it has trained, not
-// from scratch.
+// numbering are Algorithm 1's). A trial promoted to the next rung goes on
+// from the epochs it has trained, not from scratch.
 #include <algorithm>
 #include <map>
 

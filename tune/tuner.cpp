@@ -181,7 +181,7 @@ bool Tuner::run(const Log& log, const std::function<bool()>& stop) {
     std::stable_sort(round.begin(), round.end(), [](const ArrayRecord& a, const ArrayRecord& b) {
       return a.to_epochs - a.from_epochs > b.to_epochs - b.from_epochs;
     });
-    for (auto& array : round) array.id = static_cast<int64_t>(arrays_.size()) + (&array - round.data());
+    for (size_t k = 0; k < round.size(); ++k) round[k].id = static_cast<int64_t>(arrays_.size() + k);
     if (!runRound(round, log, stop)) return false;
     for (const auto& job : jobs) {
       auto& t = trials_.at(job.trial);

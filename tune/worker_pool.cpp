@@ -5,8 +5,6 @@
 namespace hfta::tune {
 namespace {
 
-std::string text(const std::vector<uint8_t>& bytes) { return std::string(bytes.begin(), bytes.end()); }
-std::vector<uint8_t> bytes(const std::string& text) { return std::vector<uint8_t>(text.begin(), text.end()); }
 std::string resultKey(int64_t array) { return fmt::format("tune/result/{}", array); }
 
 }  // namespace
@@ -24,23 +22,23 @@ std::optional<int64_t> WorkerPool::claim(int64_t first, int64_t count, const std
   return std::nullopt;
 }
 
-void WorkerPool::post(int64_t array, const std::string& entry) { store_->set(resultKey(array), bytes(entry)); }
+void WorkerPool::post(int64_t array, const std::string& entry) { store_->set(resultKey(array), entry); }
 
 std::optional<std::string> WorkerPool::result(int64_t array) const {
   if (!store_->check({resultKey(array)})) return std::nullopt;
-  return text(store_->get(resultKey(array)));
+  return store_->get_to_str(resultKey(array));
 }
 
 int64_t WorkerPool::fromRankZero(const std::string& key, const std::function<int64_t()>& compute) {
   const auto full = "tune/rank0/" + key;
   if (rank_ == 0) {
     const int64_t value = compute();
-    store_->set(full, bytes(std::to_string(value)));
+    store_->set(full, std::to_string(value));
     return value;
   }
   // Rank 0 may measure for minutes first.
   store_->wait({full}, std::chrono::hours(2));
-  return std::stoll(text(store_->get(full)));
+  return std::stoll(store_->get_to_str(full));
 }
 
 }  // namespace hfta::tune

@@ -30,7 +30,6 @@ steps at learning rates up to 0.2 with momentum 0.9) by far less than the
 python tests/python/test_train_distributed.py --train BUILD/tools/hfta-train --fuse BUILD/tools/hfta-fuse \
     --runtime BUILD/runtime/libhfta_runtime.so
 """
-import argparse
 import json
 import math
 import os
@@ -42,6 +41,8 @@ import time
 
 import torch
 import torch.distributed
+
+import train_cli  # the script's own folder
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "examples"))
@@ -250,12 +251,7 @@ def torchrun_restarts_from_the_checkpoint(args, tmp, fused):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--train", required=True)
-    parser.add_argument("--fuse", required=True)
-    parser.add_argument("--runtime", required=True)
-    args = parser.parse_args()
-    torch.ops.load_library(args.runtime)
+    args = train_cli.parse_args("--fuse")
     with tempfile.TemporaryDirectory() as tmp:
         cnn_fused = fuse(args, tmp, "digits")
         mlp_fused = fuse(args, tmp, "mlp", in_features=64)

@@ -6,7 +6,6 @@ weights, bit for bit, as a run that was never stopped.
 python tests/python/test_train_resume.py --train BUILD/tools/hfta-train --fuse BUILD/tools/hfta-fuse \
     --runtime BUILD/runtime/libhfta_runtime.so
 """
-import argparse
 import os
 import shutil
 import signal
@@ -16,6 +15,8 @@ import tempfile
 import time
 
 import torch
+
+import train_cli  # the script's own folder
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "examples"))
@@ -53,12 +54,7 @@ def interrupt(command, delay, checkpoint):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--train", required=True)
-    parser.add_argument("--fuse", required=True)
-    parser.add_argument("--runtime", required=True)
-    args = parser.parse_args()
-    torch.ops.load_library(args.runtime)
+    args = train_cli.parse_args("--fuse")
     with tempfile.TemporaryDirectory() as tmp:
         paths = mlp.save_members(tmp, "digits", 3)
         fused = os.path.join(tmp, "fused.pt")

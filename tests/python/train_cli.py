@@ -1,15 +1,15 @@
 """The command line the hfta-train tests share: --train (the hfta-train
-binary) and --runtime (libhfta_runtime.so, loaded here so that fused
-modules load in Python)."""
+binary), --runtime (libhfta_runtime.so, loaded here so that fused
+modules load in Python), and the other binaries a test names (--fuse)."""
 import argparse
 
 import torch
 
 
-def parse_args():
+def parse_args(*tools):
     parser = argparse.ArgumentParser()
-    parser.add_argument("--train", required=True)
-    parser.add_argument("--runtime", required=True)
+    for flag in ("--train", "--runtime", *tools):
+        parser.add_argument(flag, required=True)
     args = parser.parse_args()
     torch.ops.load_library(args.runtime)
     return args
