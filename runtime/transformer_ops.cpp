@@ -28,10 +28,14 @@ at::Tensor foldIntoBatch(const at::Tensor& array, int64_t members) {
 // take it: mask_type 0 is [L, S], 1 a key padding mask [N, S], 2 [N, H, L,
 // S]; here with the member dim first ([B|1, ...]). Returns it folded to
 // broadcast against [B*N, H, L, S], as scaled_dot_product_attention takes
-// it (a float mask is added; a bool one, which the fast paths read as true
-// where masked, becomes true where attended).
+// it: true where attended. The fast paths read any mask as true (or
+// nonzero) where masked: ATen's masked_softmax turns a float mask into a
+// bool one first, and so do we. Handing a float mask on as it is would also
+// reach the CPU flash kernel with a mask dtype other than the queries'
+// (float32 with float64 q/k/v), which scales and masks only part of each
+// vector of keys (_scale_attn_mask_fusion_kernel<double, float>).
 at::Tensor foldedAttentionMask(const at::Tensor& mask, int64_t mask_type, int64_t members, int64_t batch) {
-  const auto sdpa_mask = mask.scalar_type() == at::kBool ? mask.logical_not() : mask;
+  const auto sdpa_mask = mask.to(at::kBool).logical_not();
   at::Tensor shaped;
   switch (mask_type) {
     case 0:
@@ -232,11 +236,7 @@ std::tuple<at::Tensor, at::Tensor> native_multi_head_attention(
   at::Tensor weights;
   if (need_weights) {
     auto scores = at::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(head_dim));
-    if (attn_mask) {
-      scores = attn_mask->scalar_type() == at::kBool
-                   ? scores.masked_fill(attn_mask->logical_not(), -std::numeric_limits<double>::infinity())
-                   : scores + *attn_mask;
-    }
+    if (attn_mask) scores = scores.masked_fill(attn_mask->logical_not(), -std::numeric_limits<double>::infinity());
     weights = at::softmax(scores, -1);
     out = at::matmul(weights, v);
     weights = weights.unflatten(0, {members, batch});  // [B, N, H, L, S]
