@@ -138,8 +138,8 @@ TEST(HftaTransformerFastPaths, TakeAFloat32MaskForFloat64QueriesAsAtenDoes) {
   const auto finite = torch::full({kLength, kLength}, -1.0f).triu(1);
   for (const auto& member_mask : {causal, finite}) {
     const auto mask = member_mask.unsqueeze(0);  // one mask for every member: [1, L, S]
-    const auto attention = std::get<0>(ops::native_multi_head_attention(
-        x, x, x, kEmbed, kHeads, qkv_w, qkv_b, proj_w, proj_b, mask, false, true, /*mask_type=*/0));
+    const auto attention = std::get<0>(ops::native_multi_head_attention(x, x, x, kEmbed, kHeads, qkv_w, qkv_b, proj_w,
+                                                                        proj_b, mask, false, true, /*mask_type=*/0));
     const auto layer = ops::transformer_encoder_layer_fwd(
         x, kEmbed, kHeads, qkv_w, qkv_b, proj_w, proj_b, /*use_gelu=*/false, /*norm_first=*/false, 1e-5,
         norm_w.select(1, 0), norm_b.select(1, 0), norm_w.select(1, 1), norm_b.select(1, 1), ffn_w1, ffn_b1, ffn_w2,
