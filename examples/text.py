@@ -55,10 +55,12 @@ class TransformerLM(nn.Module):
     """Embedding * sqrt(d) + positions -> encoder with a causal mask -> linear
     decoder -> log-softmax over the vocabulary. Defaults: HFTA's run of the
     example on WikiText-2 (emsize 200, 2 heads, nhid 200, 2 layers, dropout
-    0.2; the vocabulary is the corpus's)."""
+    0.2; the vocabulary is the corpus's). tied: the decoder's weight is the
+    embedding's (Press & Wolf 2017; GPT-2 and PyTorch's word_language_model
+    --tied)."""
 
     def __init__(self, vocab=33278, d_model=200, nhead=2, d_hid=200, layers=2, dropout=0.2, max_len=512,
-                 activation="relu", norm_first=False):
+                 activation="relu", norm_first=False, tied=False):
         super().__init__()
         self.embedding = nn.Embedding(vocab, d_model)
         self.positions = PositionalEncoding(d_model, dropout, max_len)
@@ -71,6 +73,8 @@ class TransformerLM(nn.Module):
         nn.init.uniform_(self.embedding.weight, -0.1, 0.1)
         nn.init.uniform_(self.decoder.weight, -0.1, 0.1)
         nn.init.zeros_(self.decoder.bias)
+        if tied:
+            self.decoder.weight = self.embedding.weight
 
     def forward(self, tokens):
         length = tokens.size(1)
@@ -118,6 +122,8 @@ class BERT(nn.Module):
 # benchmarks on a CPU, and the published sizes.
 CONFIGS = {
     "lm_tiny": (TransformerLM, dict(vocab=40, d_model=16, nhead=2, d_hid=24, layers=2, dropout=0.0, max_len=32)),
+    "lm_tiny_tied": (TransformerLM, dict(vocab=40, d_model=16, nhead=2, d_hid=24, layers=2, dropout=0.0, max_len=32,
+                                         tied=True)),
     "lm_small": (TransformerLM, dict(vocab=2000, d_model=64, nhead=2, d_hid=64, layers=2, dropout=0.2, max_len=128)),
     "lm": (TransformerLM, dict()),
     "bert_tiny": (BERT, dict(vocab=40, hidden=16, layers=2, heads=2, intermediate=32, dropout=0.0, max_len=32)),
@@ -133,7 +139,7 @@ def model_factory(name):
 
 MODELS = {name: model_factory(name) for name in CONFIGS}
 # One member's sequence length for the tests and benchmarks (token ids [N, L]).
-SEQUENCE_LENGTHS = {"lm_tiny": 8, "lm_small": 35, "lm": 35, "bert_tiny": 8, "bert_small": 64, "bert": 128}
+SEQUENCE_LENGTHS = {"lm_tiny": 8, "lm_tiny_tied": 8, "lm_small": 35, "lm": 35, "bert_tiny": 8, "bert_small": 64, "bert": 128}
 # Each configuration's vocabulary (the published ones: their class's default).
 VOCABULARIES = {name: settings.get("vocab", inspect.signature(cls).parameters["vocab"].default)
                 for name, (cls, settings) in CONFIGS.items()}

@@ -46,6 +46,12 @@ bool isTensorLike(const c10::TypePtr& type) {
   return opt && opt->getElementType()->kind() == c10::TypeKind::TensorType;
 }
 
+bool isStackedAttribute(const c10::TypePtr& type) {
+  if (isTensorLike(type)) return true;
+  const auto list = type->cast<c10::ListType>();
+  return list && list->getElementType()->kind() == c10::TypeKind::TensorType;
+}
+
 bool containsTensor(const c10::TypePtr& type) {
   if (type->kind() == c10::TypeKind::TensorType) return true;
   for (const auto& contained : type->containedTypes()) {
@@ -84,7 +90,7 @@ std::vector<FusedValue> GraphFuser::fuseBlock(Block* tmpl, Block* target) {
 // stacked parameter.
 bool GraphFuser::isUniform(const Node* node) const {
   if (node->isNondeterministic()) return false;
-  if (node->kind() == c10::prim::GetAttr && isTensorLike(node->output()->type())) return false;
+  if (node->kind() == c10::prim::GetAttr && isStackedAttribute(node->output()->type())) return false;
   for (const Value* input : node->inputs()) {
     auto it = env_.find(input);
     // Values defined inside the node's own blocks are not bound yet.
@@ -117,11 +123,12 @@ void GraphFuser::copyUniform(Node* node) {
 
 void GraphFuser::fuseNode(Node* node) {
   if (node->kind() == c10::prim::GetAttr) {
-    // Tensor attributes of a fused module are stacked; the rest are equal
-    // in every member (checked by lockstep matching).
+    // Tensor attributes of a fused module are stacked (lists of tensors
+    // element by element); the rest are equal in every member (checked by
+    // lockstep matching).
     Node* copy = insertAsIs(node);
     bind(node->output(),
-         {copy->output(), isTensorLike(node->output()->type()) ? ValueKind::Array : ValueKind::Uniform});
+         {copy->output(), isStackedAttribute(node->output()->type()) ? ValueKind::Array : ValueKind::Uniform});
     return;
   }
   if (node->kind() == c10::prim::Uninitialized) {

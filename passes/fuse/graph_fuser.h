@@ -42,6 +42,9 @@ struct FusedValue {
 
 // True for Tensor and Optional[Tensor]: the types an Array leaf can have.
 bool isTensorLike(const c10::TypePtr& type);
+// True for the attribute types a fused module stacks: Tensor, Optional[Tensor]
+// and List[Tensor] (each element stacked).
+bool isStackedAttribute(const c10::TypePtr& type);
 // True if `type` has a tensor anywhere inside (tuples, lists, optionals).
 bool containsTensor(const c10::TypePtr& type);
 

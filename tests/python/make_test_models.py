@@ -241,7 +241,7 @@ def save_ensembles(out_dir):
     for name, own_inputs, kind in (("mlp_averaged_b5", False, "mlp"), ("lenet_stacked_b3", True, "lenet"),
                                    ("mlp_averaged_b8", False, "mlp"), ("lenet_stacked_b8", True, "lenet"),
                                    ("shared_parameter", False, "mlp"), ("uneven", False, "scale"),
-                                   ("two_heads_summed_b3", False, "mlp")):
+                                   ("two_heads_summed_b3", False, "mlp"), ("tied_averaged_b3", False, "tied")):
         module = cases[name]
         torch.jit.save(torch.jit.script(module), os.path.join(out_dir, f"ensemble_{name}.pt"))
         gen = torch.Generator().manual_seed(3)

@@ -192,6 +192,9 @@ def main():
         assert (streams["valid"] == 2).sum() == 1, "zebra should read <unk>"
         fused = check_case(args, tmp, corpus, "lm_tiny", "wikitext", next_word(streams["train"]),
                            next_word(streams["valid"]))
+        # Tied decoder and embedding: one parameter, stepped once by hfta-train's optimizer.
+        check_case(args, tmp, corpus, "lm_tiny_tied", "wikitext", next_word(streams["train"]),
+                   next_word(streams["valid"]))
         gen = torch.Generator().manual_seed(SEED)
         mlm_train = masked_words(streams["train"], vocabulary, gen)
         mlm_valid = masked_words(streams["valid"], vocabulary, gen)
