@@ -143,6 +143,8 @@ std::vector<int64_t> stacked_dims(std::vector<int64_t> dims);
 // Used by the per-member fallback for values that are not plain tensors.
 std::optional<at::Tensor> member(const std::optional<at::Tensor>& self, int64_t index);
 std::vector<at::Tensor> member_list(at::TensorList self, int64_t index);
+// A list all members share as the members' list: each tensor viewed [B, ...].
+std::vector<at::Tensor> broadcast_list_to_members(at::TensorList self, int64_t array_size);
 std::vector<at::Tensor> stack_members_list(const c10::List<c10::List<at::Tensor>>& members);
 std::optional<at::Tensor> stack_members_optional(const c10::List<std::optional<at::Tensor>>& members);
 // Whether each group of `array_size` consecutive tensors can be stacked
@@ -150,5 +152,32 @@ std::optional<at::Tensor> stack_members_optional(const c10::List<std::optional<a
 // two sharing memory (members that share a parameter must not be fused);
 // a group of Nones is stackable, a group mixing None and tensors is not.
 bool stackable(const c10::List<std::optional<at::Tensor>>& tensors, int64_t array_size, bool distinct);
+
+// Recurrent layers (aten::lstm, gru, rnn_tanh, rnn_relu) over stacked
+// members: input [B|1, T, N, I] ([B|1, N, T, I] batch-first), states
+// [B|1, layers * directions, N, H], params in ATen's order, each [B, ...];
+// outputs [B, ...]. All members step at once (runtime/recurrent_ops.cpp).
+std::tuple<at::Tensor, at::Tensor, at::Tensor> lstm(const at::Tensor& input, at::TensorList hx, at::TensorList params,
+                                                    bool has_biases, int64_t num_layers, double dropout, bool train,
+                                                    bool bidirectional, bool batch_first);
+std::tuple<at::Tensor, at::Tensor> gru(const at::Tensor& input, const at::Tensor& hx, at::TensorList params,
+                                       bool has_biases, int64_t num_layers, double dropout, bool train,
+                                       bool bidirectional, bool batch_first);
+std::tuple<at::Tensor, at::Tensor> rnn_tanh(const at::Tensor& input, const at::Tensor& hx, at::TensorList params,
+                                            bool has_biases, int64_t num_layers, double dropout, bool train,
+                                            bool bidirectional, bool batch_first);
+std::tuple<at::Tensor, at::Tensor> rnn_relu(const at::Tensor& input, const at::Tensor& hx, at::TensorList params,
+                                            bool has_biases, int64_t num_layers, double dropout, bool train,
+                                            bool bidirectional, bool batch_first);
+// Their cells: input [B|1, N, I], states [B|1, N, H], weights [B, ...].
+std::tuple<at::Tensor, at::Tensor> lstm_cell(const at::Tensor& input, at::TensorList hx, const at::Tensor& w_ih,
+                                             const at::Tensor& w_hh, const std::optional<at::Tensor>& b_ih,
+                                             const std::optional<at::Tensor>& b_hh);
+at::Tensor gru_cell(const at::Tensor& input, const at::Tensor& hx, const at::Tensor& w_ih, const at::Tensor& w_hh,
+                    const std::optional<at::Tensor>& b_ih, const std::optional<at::Tensor>& b_hh);
+at::Tensor rnn_tanh_cell(const at::Tensor& input, const at::Tensor& hx, const at::Tensor& w_ih, const at::Tensor& w_hh,
+                         const std::optional<at::Tensor>& b_ih, const std::optional<at::Tensor>& b_hh);
+at::Tensor rnn_relu_cell(const at::Tensor& input, const at::Tensor& hx, const at::Tensor& w_ih, const at::Tensor& w_hh,
+                         const std::optional<at::Tensor>& b_ih, const std::optional<at::Tensor>& b_hh);
 
 }  // namespace hfta::ops

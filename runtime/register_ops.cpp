@@ -35,6 +35,7 @@ TORCH_LIBRARY(hfta, m) {
   m.def("stacked_dims(int[] dims) -> int[]", hfta::ops::stacked_dims);
   m.def("member(Tensor(a)? self, int index) -> Tensor(a)?");
   m.def("member_list(Tensor[] self, int index) -> Tensor[]");
+  m.def("broadcast_list_to_members(Tensor[] self, int array_size) -> Tensor[]");
   m.def("stack_members_list(Tensor[][] members) -> Tensor[]");
   m.def("stack_members_optional(Tensor?[] members) -> Tensor?");
   m.def(
@@ -60,6 +61,29 @@ TORCH_LIBRARY(hfta, m) {
   m.def("member_dims(Tensor array) -> int[]", hfta::ops::member_dims);
   m.def("broadcast_optional_to_members(Tensor(a)? self, int array_size) -> Tensor(a)?");
   m.def("stackable(Tensor?[] tensors, int array_size, bool distinct) -> bool", hfta::ops::stackable);
+  // Recurrent layers: ATen's schemas, every tensor [B, ...].
+  m.def(
+      "gru(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, "
+      "bool bidirectional, bool batch_first) -> (Tensor, Tensor)");
+  m.def(
+      "rnn_tanh(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, "
+      "bool bidirectional, bool batch_first) -> (Tensor, Tensor)");
+  m.def(
+      "rnn_relu(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, "
+      "bool bidirectional, bool batch_first) -> (Tensor, Tensor)");
+  m.def(
+      "lstm(Tensor input, Tensor[] hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, "
+      "bool bidirectional, bool batch_first) -> (Tensor, Tensor, Tensor)");
+  m.def("gru_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor");
+  m.def(
+      "rnn_tanh_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> "
+      "Tensor");
+  m.def(
+      "rnn_relu_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> "
+      "Tensor");
+  m.def(
+      "lstm_cell(Tensor input, Tensor[] hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> "
+      "(Tensor, Tensor)");
 }
 
 TORCH_LIBRARY_IMPL(hfta, CompositeImplicitAutograd, m) {
@@ -81,6 +105,7 @@ TORCH_LIBRARY_IMPL(hfta, CompositeImplicitAutograd, m) {
   m.impl("broadcast_to_members", hfta::ops::broadcast_to_members);
   m.impl("member", hfta::ops::member);
   m.impl("member_list", hfta::ops::member_list);
+  m.impl("broadcast_list_to_members", hfta::ops::broadcast_list_to_members);
   m.impl("stack_members_list", hfta::ops::stack_members_list);
   m.impl("stack_members_optional", hfta::ops::stack_members_optional);
   m.impl("embedding", hfta::ops::embedding);
@@ -91,4 +116,12 @@ TORCH_LIBRARY_IMPL(hfta, CompositeImplicitAutograd, m) {
   m.impl("native_multi_head_attention", hfta::ops::native_multi_head_attention);
   m.impl("expand", hfta::ops::expand);
   m.impl("broadcast_optional_to_members", hfta::ops::broadcast_optional_to_members);
+  m.impl("lstm", hfta::ops::lstm);
+  m.impl("gru", hfta::ops::gru);
+  m.impl("rnn_tanh", hfta::ops::rnn_tanh);
+  m.impl("rnn_relu", hfta::ops::rnn_relu);
+  m.impl("lstm_cell", hfta::ops::lstm_cell);
+  m.impl("gru_cell", hfta::ops::gru_cell);
+  m.impl("rnn_tanh_cell", hfta::ops::rnn_tanh_cell);
+  m.impl("rnn_relu_cell", hfta::ops::rnn_relu_cell);
 }

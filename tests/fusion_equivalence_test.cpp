@@ -160,6 +160,11 @@ INSTANTIATE_TEST_SUITE_P(Transformers, FusionEquivalence,
                                            "lm_tiny+per-member-linear", "bert_tiny+per-member-linear",
                                            "encoder_post_relu_causal+per-member-linear"));
 
+// The recurrent layers (tests/python/make_recurrent_models.py): nn.LSTM,
+// GRU, RNN and the cells (recurrent_test.cpp has the rest).
+INSTANTIATE_TEST_SUITE_P(Recurrent, FusionEquivalence,
+                         ::testing::Values("lstm_lm_tiny", "lstm_stateful", "gru_stateful", "rnn_elman", "rnn_cells"));
+
 // (and the layer zoo of examples/cnn.py, every other conv/pool/shape form,
 // and traced members, whose convolutions are aten::_convolution)
 TEST(FusionReport, VisionNetworksFuseWithoutFallback) {

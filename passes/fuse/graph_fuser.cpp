@@ -21,6 +21,7 @@ namespace {
 
 const c10::Symbol kBroadcastToMembers = c10::Symbol::fromQualString("hfta::broadcast_to_members");
 const c10::Symbol kBroadcastOptionalToMembers = c10::Symbol::fromQualString("hfta::broadcast_optional_to_members");
+const c10::Symbol kBroadcastListToMembers = c10::Symbol::fromQualString("hfta::broadcast_list_to_members");
 const c10::Symbol kMember = c10::Symbol::fromQualString("hfta::member");
 const c10::Symbol kMemberList = c10::Symbol::fromQualString("hfta::member_list");
 const c10::Symbol kFoldChannels = c10::Symbol::fromQualString("hfta::fold_channels");
@@ -178,6 +179,22 @@ void GraphFuser::forgetCopiesWrittenBy(const Node* node) {
   if (writesInPlace(node)) folded_copies_.clear();
 }
 
+void GraphFuser::discard(Node* node) {
+  auto inside = [node](const Value* v) {
+    for (const Block* b = v->node()->owningBlock(); b != nullptr && b->owningNode() != nullptr;
+         b = b->owningNode()->owningBlock()) {
+      if (b->owningNode() == node) return true;
+    }
+    return false;
+  };
+  for (auto* cache : {&array_views_, &folded_copies_}) {
+    for (auto it = cache->begin(); it != cache->end();) {
+      it = inside(it->first) || inside(it->second) ? cache->erase(it) : std::next(it);
+    }
+  }
+  node->destroy();
+}
+
 Value* GraphFuser::reuse(std::unordered_map<Value*, Value*>& cache, Value* from) const {
   auto it = cache.find(from);
   if (it == cache.end()) return nullptr;
@@ -215,6 +232,9 @@ Value* GraphFuser::toArray(const FusedValue& value) {
     std::vector<Value*> elements;
     for (Value* e : unpack->outputs()) elements.push_back(toArray({e, ValueKind::Uniform}));
     return graph_.insertNode(graph_.createTuple(elements))->output();
+  }
+  if (isStackedAttribute(type) && type->kind() == c10::TypeKind::ListType) {
+    return graph_.insert(kBroadcastListToMembers, {v, array_size_});  // List[Tensor]: each element
   }
   if (isTensorLike(type) && !v->mustBeNone()) {
     // Optional[Tensor]: each member's value, or None in all.

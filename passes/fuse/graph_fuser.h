@@ -80,6 +80,10 @@ class GraphFuser {
   // list.
   FusedValue stackMembers(const std::vector<torch::jit::Value*>& members, const c10::TypePtr& type);
 
+  // Removes `node` (a rule's attempt that it gave up), and every layout
+  // conversion cached inside it.
+  void discard(torch::jit::Node* node);
+
   torch::jit::Graph& graph() { return graph_; }
   int64_t arraySize() const { return array_size_; }
   FusionReport& report() { return report_; }

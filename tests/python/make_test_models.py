@@ -11,6 +11,7 @@ Writes into OUT_DIR:
   not_a_model.pt            a text file with a .pt name
   optim_reference.pt        Adadelta and the LR schedulers, per member alone
                             (make_optim_references.py)
+  lstm_*, gru_*, rnn_*      the recurrent families (make_recurrent_models.py)
   lm_tiny_*, bert_tiny_*,    the Transformer families (make_text_models.py), with
   mha_*, encoder_*, ...     Adadelta + StepLR and AdamW trajectories besides SGD
   ensemble_<case>.pt        ensembles of examples/ensemble.py in one module,
@@ -28,6 +29,7 @@ import mlp  # noqa: E402
 import cnn  # noqa: E402  (registers the CNN families with mlp.MODELS)
 import vision  # noqa: E402  (and the published CNNs)
 import make_optim_references  # noqa: E402
+import make_recurrent_models  # noqa: E402
 import make_text_models  # noqa: E402
 import ensemble  # noqa: E402
 
@@ -78,6 +80,8 @@ def loss_of(output, target):
 def make_inputs(kind, shape, gen, dtype):
     """Members' batches [*shape, ...]: the Transformer families' own (token
     ids or sequences), random normal samples for the others."""
+    if kind in make_recurrent_models.FAMILIES:
+        return make_recurrent_models.make_inputs(make_recurrent_models.FAMILIES[kind][1], shape, gen, dtype)
     if kind in make_text_models.FAMILIES:
         return make_text_models.make_inputs(make_text_models.FAMILIES[kind][2], shape, gen, dtype)
     return torch.randn(shape + IN_SHAPES[kind], generator=gen, dtype=dtype)
@@ -280,6 +284,7 @@ def main(out_dir):
                              batch=VISION_BATCH),
                    os.path.join(out_dir, f"{kind}_reference.pt"))
     make_text_models.main(out_dir, reference, loss_of, SGD_SETTINGS)
+    make_recurrent_models.main(out_dir, reference, SGD_SETTINGS)
     mlp.save_members(out_dir, "digits", 1, prefix="digits")  # a plain model for hfta_train's runs
     save_ensembles(out_dir)
     # One member diverges (a huge learning rate); the others must not notice.

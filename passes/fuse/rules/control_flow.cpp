@@ -8,11 +8,14 @@
 //     block0(): -> (aten::dropout(%x))        block0(): -> (aten::dropout(%x : [B, ...]))
 //     block1(): -> (%x)                       block1(): -> (%x : [B, ...])
 //
-// A Loop whose trip count and carried values are uniform (shape arithmetic
-// over a per-member tensor's sizes) stays one Loop likewise. An If on a
-// per-member condition, or a Loop that carries per-member values, runs per
-// member.
+// A Loop whose trip count is uniform stays one Loop likewise, its carried
+// tensors Arrays where they differ per member. An If on a per-member
+// condition, or a Loop whose trip count or condition differs per member,
+// runs per member.
 #include <torch/csrc/jit/ir/ir.h>
+
+#include <optional>
+#include <string>
 
 #include "passes/fuse/rules/rules.h"
 
@@ -83,34 +86,92 @@ RuleResult fuseIf(RuleContext& ctx) {
   return RuleResult::fused();
 }
 
-// A Loop whose trip count, condition and carried values are the same in
-// every member (shape arithmetic that reads per-member tensors' sizes) stays
-// one Loop with a fused body.
-RuleResult fuseLoop(RuleContext& ctx) {
-  if (!ctx.uniformFrom(0)) return RuleResult::decline("the loop's trip count or carried values differ per member");
+// The Loop with its carried values of these kinds (Uniform or Array),
+// inserted with a fused body; its outputs' kinds, or, where a carried
+// value the loop takes as uniform comes out per member, nothing (and
+// `carried` marks it Array for the next attempt), or a reason to decline.
+struct LoopAttempt {
+  Node* loop = nullptr;
+  std::optional<std::string> declined;
+};
+
+LoopAttempt tryLoop(RuleContext& ctx, std::vector<ValueKind>& carried) {
   Node* tmpl = ctx.node();
   auto& g = ctx.graph();
-  std::vector<torch::jit::Value*> inputs;
-  for (size_t i = 0; i < tmpl->inputs().size(); ++i) inputs.push_back(ctx.uniform(i));
+  std::vector<torch::jit::Value*> inputs{ctx.uniform(0), ctx.uniform(1)};
+  for (size_t i = 0; i < carried.size(); ++i) {
+    // A uniform start of a per-member value: B copies (the body may write
+    // into it in place, which a broadcast view would not take).
+    inputs.push_back(carried[i] == ValueKind::Uniform ? ctx.uniform(i + 2)
+                                                      : ctx.insert(c10::aten::contiguous, {ctx.array(i + 2)}));
+  }
   Node* fused = g.insertNode(g.create(c10::prim::Loop, inputs, 0));
   Block* tmpl_body = tmpl->blocks()[0];
   Block* body = fused->addBlock();
-  for (torch::jit::Value* param : tmpl_body->inputs()) {
-    ctx.fuser().bind(param, {body->addInput()->setType(param->type()), ValueKind::Uniform});
+  for (size_t i = 0; i < tmpl_body->inputs().size(); ++i) {
+    torch::jit::Value* param = tmpl_body->inputs()[i];
+    ctx.fuser().bind(param, {body->addInput()->setType(param->type()), i == 0 ? ValueKind::Uniform : carried[i - 1]});
   }
   const auto outputs = ctx.fuser().fuseBlock(tmpl_body, body);
-  for (const auto& out : outputs) {
-    if (out.kind != ValueKind::Uniform) {
-      fused->destroy();
-      return RuleResult::decline("a value carried by the loop differs per member");
+  if (outputs[0].kind != ValueKind::Uniform) return {fused, "whether the loop goes on differs per member"};
+  WithInsertPoint end_of_body(body);
+  body->registerOutput(outputs[0].value);
+  bool changed = false;
+  for (size_t i = 0; i < carried.size(); ++i) {
+    const auto& out = outputs[i + 1];
+    if (carried[i] == ValueKind::Array) {
+      body->registerOutput(ctx.fuser().toArray(out));
+    } else if (out.kind == ValueKind::Uniform) {
+      body->registerOutput(out.value);
+    } else if (containsTensor(tmpl->output(i)->type()) && out.kind != ValueKind::PerMember) {
+      carried[i] = ValueKind::Array;
+      changed = true;
+    } else {
+      return {fused, "a value carried by the loop is not a tensor and differs per member"};
     }
-    body->registerOutput(out.value);
   }
-  for (size_t i = 0; i < tmpl->outputs().size(); ++i) {
-    fused->addOutput()->setType(tmpl->output(i)->type());
-    ctx.bindOutput(i, fused->output(i), ValueKind::Uniform);
+  if (changed) return {fused, std::nullopt};
+  for (size_t i = 0; i < tmpl->outputs().size(); ++i) fused->addOutput()->setType(tmpl->output(i)->type());
+  return {fused, std::nullopt};
+}
+
+// A Loop whose trip count and condition are the same in every member stays
+// one Loop with a fused body (shape arithmetic over per-member tensors'
+// sizes; time steps of a recurrent cell). Carried tensors that differ per
+// member are carried as Arrays: one attempt with the kinds the loop is
+// entered with, another if the body makes a uniform one per member.
+//
+//   %h = prim::Loop(%steps, %true, %zeros)          %h = prim::Loop(%steps, %true, %zeros_b : [B, N, H])
+//     block0(%t, %h_t):                      ->       block0(%t, %h_t : [B, N, H]):
+//       %h_next = aten::rnn_tanh_cell(...)              %h_next = hfta::rnn_tanh_cell(...)
+RuleResult fuseLoop(RuleContext& ctx) {
+  if (ctx.kind(0) != ValueKind::Uniform || ctx.kind(1) != ValueKind::Uniform) {
+    return RuleResult::decline("the loop's trip count or condition differs per member");
   }
-  return RuleResult::fused();
+  std::vector<ValueKind> carried;
+  for (size_t i = 2; i < ctx.node()->inputs().size(); ++i) {
+    if (ctx.kind(i) == ValueKind::PerMember) {
+      return RuleResult::decline("a value carried by the loop is not a tensor and differs per member");
+    }
+    carried.push_back(ctx.kind(i) == ValueKind::Uniform ? ValueKind::Uniform : ValueKind::Array);
+  }
+  auto& report = ctx.fuser().report();
+  const auto fused_mark = report.fused.size(), fallback_mark = report.fallbacks.size();
+  // Each attempt but the last turns at least one carried value to Array.
+  for (size_t attempt = 0; attempt <= carried.size(); ++attempt) {
+    const auto kinds = carried;
+    auto [loop, declined] = tryLoop(ctx, carried);
+    if (!declined && kinds == carried) {
+      for (size_t i = 0; i < carried.size(); ++i) ctx.bindOutput(i, loop->output(i), carried[i]);
+      return RuleResult::fused();
+    }
+    // What the body's rules reported belongs to the attempt given up.
+    report.fused.resize(fused_mark);
+    report.fallbacks.resize(fallback_mark);
+    ctx.fuser().discard(loop);
+    if (declined) return RuleResult::decline(*declined);
+  }
+  TORCH_INTERNAL_ASSERT(false, "hfta: the loop's carried kinds did not settle");
 }
 
 }  // namespace
