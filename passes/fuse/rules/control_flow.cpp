@@ -86,12 +86,13 @@ RuleResult fuseIf(RuleContext& ctx) {
   return RuleResult::fused();
 }
 
-// The Loop with its carried values of these kinds (Uniform or Array),
-// inserted with a fused body; its outputs' kinds, or, where a carried
-// value the loop takes as uniform comes out per member, nothing (and
-// `carried` marks it Array for the next attempt), or a reason to decline.
+// One attempt at the Loop with its carried values of these kinds (Uniform
+// or Array): the Loop with a fused body, inserted; `retry` if a carried
+// value taken as uniform comes out per member (marked Array in `carried`
+// for the next attempt); `declined` if the loop cannot stay one loop.
 struct LoopAttempt {
   Node* loop = nullptr;
+  bool retry = false;
   std::optional<std::string> declined;
 };
 
@@ -100,10 +101,16 @@ LoopAttempt tryLoop(RuleContext& ctx, std::vector<ValueKind>& carried) {
   auto& g = ctx.graph();
   std::vector<torch::jit::Value*> inputs{ctx.uniform(0), ctx.uniform(1)};
   for (size_t i = 0; i < carried.size(); ++i) {
-    // A uniform start of a per-member value: B copies (the body may write
-    // into it in place, which a broadcast view would not take).
-    inputs.push_back(carried[i] == ValueKind::Uniform ? ctx.uniform(i + 2)
-                                                      : ctx.insert(c10::aten::contiguous, {ctx.array(i + 2)}));
+    const size_t input = i + 2;
+    if (carried[i] == ValueKind::Uniform) {
+      inputs.push_back(ctx.uniform(input));
+    } else if (ctx.kind(input) == ValueKind::Uniform && ctx.node()->input(input)->type()->cast<c10::TensorType>()) {
+      // A uniform start of a per-member tensor: B copies (the body may
+      // write into it in place, which a broadcast view would not take).
+      inputs.push_back(ctx.insert(c10::aten::contiguous, {ctx.array(input)}));
+    } else {
+      inputs.push_back(ctx.array(input));
+    }
   }
   Node* fused = g.insertNode(g.create(c10::prim::Loop, inputs, 0));
   Block* tmpl_body = tmpl->blocks()[0];
@@ -113,10 +120,10 @@ LoopAttempt tryLoop(RuleContext& ctx, std::vector<ValueKind>& carried) {
     ctx.fuser().bind(param, {body->addInput()->setType(param->type()), i == 0 ? ValueKind::Uniform : carried[i - 1]});
   }
   const auto outputs = ctx.fuser().fuseBlock(tmpl_body, body);
-  if (outputs[0].kind != ValueKind::Uniform) return {fused, "whether the loop goes on differs per member"};
+  if (outputs[0].kind != ValueKind::Uniform) return {fused, false, "whether the loop goes on differs per member"};
   WithInsertPoint end_of_body(body);
   body->registerOutput(outputs[0].value);
-  bool changed = false;
+  bool retry = false;
   for (size_t i = 0; i < carried.size(); ++i) {
     const auto& out = outputs[i + 1];
     if (carried[i] == ValueKind::Array) {
@@ -125,14 +132,15 @@ LoopAttempt tryLoop(RuleContext& ctx, std::vector<ValueKind>& carried) {
       body->registerOutput(out.value);
     } else if (containsTensor(tmpl->output(i)->type()) && out.kind != ValueKind::PerMember) {
       carried[i] = ValueKind::Array;
-      changed = true;
+      retry = true;
     } else {
-      return {fused, "a value carried by the loop is not a tensor and differs per member"};
+      return {fused, false, "a value carried by the loop is not a tensor and differs per member"};
     }
   }
-  if (changed) return {fused, std::nullopt};
-  for (size_t i = 0; i < tmpl->outputs().size(); ++i) fused->addOutput()->setType(tmpl->output(i)->type());
-  return {fused, std::nullopt};
+  if (!retry) {
+    for (size_t i = 0; i < tmpl->outputs().size(); ++i) fused->addOutput()->setType(tmpl->output(i)->type());
+  }
+  return {fused, retry, std::nullopt};
 }
 
 // A Loop whose trip count and condition are the same in every member stays
@@ -159,9 +167,8 @@ RuleResult fuseLoop(RuleContext& ctx) {
   const auto fused_mark = report.fused.size(), fallback_mark = report.fallbacks.size();
   // Each attempt but the last turns at least one carried value to Array.
   for (size_t attempt = 0; attempt <= carried.size(); ++attempt) {
-    const auto kinds = carried;
-    auto [loop, declined] = tryLoop(ctx, carried);
-    if (!declined && kinds == carried) {
+    auto [loop, retry, declined] = tryLoop(ctx, carried);
+    if (!retry && !declined) {
       for (size_t i = 0; i < carried.size(); ++i) ctx.bindOutput(i, loop->output(i), carried[i]);
       return RuleResult::fused();
     }
