@@ -163,7 +163,9 @@ INSTANTIATE_TEST_SUITE_P(Transformers, FusionEquivalence,
 // The recurrent layers (tests/python/make_recurrent_models.py): nn.LSTM,
 // GRU, RNN and the cells (recurrent_test.cpp has the rest).
 INSTANTIATE_TEST_SUITE_P(Recurrent, FusionEquivalence,
-                         ::testing::Values("lstm_lm_tiny", "lstm_stateful", "gru_stateful", "rnn_elman", "rnn_cells"));
+                         ::testing::Values("lstm_lm_tiny", "lstm_stateful", "gru_stateful", "rnn_elman", "rnn_cells",
+                                           // a user's List[Tensor] attribute, stacked element by element
+                                           "list_attribute"));
 
 // (and the layer zoo of examples/cnn.py, every other conv/pool/shape form,
 // and traced members, whose convolutions are aten::_convolution)

@@ -6,7 +6,7 @@ Families, each in float64 with 3 members of different seeds: an LSTM tagger
 bidirectional LSTM with proj_size and without biases given its initial
 state and returning (output, (h_n, c_n)), a bidirectional GRU given its
 initial state, RNNs with tanh and relu, and the four cells stepped in a
-loop. Sizes past 16 lanes (17 inputs, 20 hidden) so that AVX2 and AVX-512
+loop; and a module with a List[Tensor] attribute. Sizes past 16 lanes (17 inputs, 20 hidden) so that AVX2 and AVX-512
 builds take the same ATen paths.
 
 Writes, besides the members (<family>_<b>.pt), <family>_reference.pt with
@@ -115,6 +115,21 @@ class PackedLSTM(nn.Module):
         return nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=x.size(1))[0]
 
 
+class ListAttribute(nn.Module):
+    """A user's List[Tensor] attribute, as nn.LSTM's _flat_weights is: each
+    layer's output scaled by a tensor of the list (each member its own)."""
+
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList([nn.Linear(FEATURES, FEATURES) for _ in range(3)])
+        self.scales: List[torch.Tensor] = [torch.rand(FEATURES) + 0.5 for _ in range(3)]
+
+    def forward(self, x):
+        for i, layer in enumerate(self.layers):
+            x = torch.tanh(layer(x)) * self.scales[i]
+        return x
+
+
 FAMILIES = {
     # name: (builder, input kind)
     "lstm_lm_tiny": (lambda: text.MODELS["lstm_lm_tiny"](), "tokens"),
@@ -122,6 +137,7 @@ FAMILIES = {
     "gru_stateful": (StatefulGRU, "batch_first"),
     "rnn_elman": (Elman, "batch_first"),
     "rnn_cells": (Cells, "batch_first"),
+    "list_attribute": (ListAttribute, "batch_first"),
 }
 
 
