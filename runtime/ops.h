@@ -67,6 +67,18 @@ at::Tensor batch_norm_momenta(const at::Tensor& input, const std::optional<at::T
                               const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& running_mean,
                               const std::optional<at::Tensor>& running_var, bool training, at::ArrayRef<double> momenta,
                               double eps, bool cudnn_enabled);
+// Group norm per member: input channel-folded [N, B*C, *], weight and bias
+// [B, C]. One group norm with B * num_groups groups: the folded channels of
+// group b * num_groups + g are member b's group g.
+at::Tensor group_norm(const at::Tensor& input, int64_t num_groups, const std::optional<at::Tensor>& weight,
+                      const std::optional<at::Tensor>& bias, double eps, bool cudnn_enabled, int64_t array_size);
+// Instance norm per member: input channel-folded [N, B*C, *]; weight, bias
+// and the running statistics [B, C] (updated in place, each member its own
+// slice, as at::instance_norm updates a member's). Returns [N, B*C, *].
+at::Tensor instance_norm(const at::Tensor& input, const std::optional<at::Tensor>& weight,
+                         const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& running_mean,
+                         const std::optional<at::Tensor>& running_var, bool use_input_stats, double momentum,
+                         double eps, bool cudnn_enabled);
 // PReLU with each member's own slopes: weight [B, C] or [B, 1].
 at::Tensor prelu(const at::Tensor& self, const at::Tensor& weight);
 // torch.baddbmm per member: self_b * beta + alpha * batch1_b @ batch2_b, one

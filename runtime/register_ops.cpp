@@ -24,6 +24,12 @@ TORCH_LIBRARY(hfta, m) {
   m.def(
       "batch_norm_momenta(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!)? running_mean, Tensor(b!)? "
       "running_var, bool training, float[] momenta, float eps, bool cudnn_enabled) -> Tensor");
+  m.def(
+      "group_norm(Tensor input, int num_groups, Tensor? weight, Tensor? bias, float eps, bool cudnn_enabled, int "
+      "array_size) -> Tensor");
+  m.def(
+      "instance_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!)? running_mean, Tensor(b!)? running_var, "
+      "bool use_input_stats, float momentum, float eps, bool cudnn_enabled) -> Tensor");
   m.def("fold_channels(Tensor array, int array_size) -> Tensor");
   m.def("unfold_channels(Tensor(a) folded, int array_size) -> Tensor(a)");
   m.def("repeat(Tensor array, int[] repeats) -> Tensor");
@@ -97,6 +103,8 @@ TORCH_LIBRARY_IMPL(hfta, CompositeImplicitAutograd, m) {
   m.impl("conv_transpose", hfta::ops::conv_transpose);
   m.impl("batch_norm", hfta::ops::batch_norm);
   m.impl("batch_norm_momenta", hfta::ops::batch_norm_momenta);
+  m.impl("group_norm", hfta::ops::group_norm);
+  m.impl("instance_norm", hfta::ops::instance_norm);
   m.impl("fold_channels", hfta::ops::fold_channels);
   m.impl("unfold_channels", hfta::ops::unfold_channels);
   m.impl("repeat", hfta::ops::repeat);

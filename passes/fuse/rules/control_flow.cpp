@@ -2,7 +2,8 @@
 // on a uniform condition becomes one If whose branches are fused. A branch
 // output that differs per member in one branch is converted to the same
 // kind in the other (an Array, or a per-member list of non-tensors, as
-// batch norm's momentum=None computes in training mode).
+// batch norm's momentum=None computes in training mode). What a branch
+// that raises leaves undefined takes the other branches' kind.
 //
 //   %y = prim::If(%training)            ->  %y = prim::If(%training)
 //     block0(): -> (aten::dropout(%x))        block0(): -> (aten::dropout(%x : [B, ...]))
@@ -14,6 +15,7 @@
 // runs per member.
 #include <torch/csrc/jit/ir/ir.h>
 
+#include <algorithm>
 #include <optional>
 #include <string>
 
@@ -26,10 +28,19 @@ using torch::jit::Block;
 using torch::jit::Node;
 using torch::jit::WithInsertPoint;
 
+// What a branch that raises (or returns early) leaves undefined: never read,
+// so it takes whatever kind the other branches give.
+bool isUndefined(const FusedValue& v) { return v.value->node()->kind() == c10::prim::Uninitialized; }
+
 // The kind an If output takes when its branches give these: folded if all
 // are, else per-member values if any is, else an array if any differs per
-// member.
-ValueKind joinKinds(const std::vector<FusedValue>& branches) {
+// member. Undefined values count only if every branch gives one (so
+// F.interpolate, whose unsupported cases raise, keeps a folded value
+// folded).
+ValueKind joinKinds(std::vector<FusedValue> branches) {
+  if (!std::all_of(branches.begin(), branches.end(), isUndefined)) {
+    branches.erase(std::remove_if(branches.begin(), branches.end(), isUndefined), branches.end());
+  }
   auto any = [&](ValueKind k) {
     return std::any_of(branches.begin(), branches.end(), [&](const FusedValue& v) { return v.kind == k; });
   };
