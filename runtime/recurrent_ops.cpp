@@ -62,12 +62,16 @@ State step(Cell cell, const at::Tensor& x_gates, const State& state, const Weigh
 // One layer in one direction over x [B, T, N, I] (time at dim 1): the
 // outputs [B, T, N, H_out] and the last state.
 std::pair<at::Tensor, State> runDirection(Cell cell, const at::Tensor& x, State state, const Weights& w, bool reverse) {
-  const auto x_gates = hfta::ops::linear(x, w.w_ih, optional(w.b_ih));  // all steps at once
+  // All steps' input projections at once, then one view per step: unbind,
+  // whose backward is one stack (a select per step would zero-fill the
+  // whole gradient once per step in backward, as many times as there are
+  // steps).
+  const auto x_gates = hfta::ops::linear(x, w.w_ih, optional(w.b_ih)).unbind(1);
   const int64_t steps = x.size(1);
   std::vector<at::Tensor> outputs(steps);
   for (int64_t i = 0; i < steps; ++i) {
     const int64_t t = reverse ? steps - 1 - i : i;
-    state = step(cell, x_gates.select(1, t), state, w);
+    state = step(cell, x_gates[t], state, w);
     outputs[t] = state.h;
   }
   return {at::stack(outputs, 1), state};
