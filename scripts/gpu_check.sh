@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The device check: builds hfta against the machine's own torch (CUDA
 # kernels for sm_80/sm_90), runs the CUDA tests, the optimizer benchmark and
-# the Transformers fused on the device against each member alone
-# (tests/python/check_text_fused.py) and under autocast
+# the Transformers and the LSTM LM fused on the device against each member
+# alone (tests/python/check_text_fused.py) and under autocast
 # (tests/python/check_autocast.py), and the training-throughput harness
 # (bench/throughput.py, every way of training B members, then ResNet-18 and
 # MobileNet-V2 again with bfloat16 and float16 autocast, HFTA's MobileNet-V2

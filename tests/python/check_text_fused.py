@@ -1,6 +1,7 @@
 """The Transformers fused on a device (scripts/gpu_check.sh runs it on CUDA;
 the tests check the same on the CPU, in float64): 3 members each of the word
-LM and BERT (examples/text.py, tiny sizes, float32), fused by hfta-fuse, on
+LM (also with tied weights), the LSTM LM and BERT (examples/text.py, tiny
+sizes, float32), fused by hfta-fuse, on
 one batch of token ids per member: the fused forward, each member's
 gradients, and the eval-mode forward (PyTorch's fast paths) against each
 member alone on the same device.
@@ -76,7 +77,7 @@ def main():
     args = parser.parse_args()
     torch.ops.load_library(args.runtime)
     with tempfile.TemporaryDirectory() as tmp:
-        ok = all([check(kind, args, tmp) for kind in ("lm_tiny", "bert_tiny")])
+        ok = all([check(kind, args, tmp) for kind in ("lm_tiny", "lm_tiny_tied", "lstm_lm_tiny", "bert_tiny")])
     sys.exit(0 if ok else 1)
 
 
