@@ -72,6 +72,41 @@ std::vector<at::Tensor> member_list(at::TensorList self, int64_t index) {
   return out;
 }
 
+c10::List<std::optional<at::Tensor>> member_optional_list(const c10::List<std::optional<at::Tensor>>& self,
+                                                          int64_t index) {
+  c10::List<std::optional<at::Tensor>> out;
+  out.reserve(self.size());
+  for (const std::optional<at::Tensor> t : self) out.push_back(member(t, index));
+  return out;
+}
+
+namespace {
+
+c10::IValue memberOf(const c10::IValue& value, int64_t index) {
+  if (value.isTensor()) return value.toTensor().select(0, index);
+  if (value.isList()) {
+    auto list = value.toList();
+    c10::impl::GenericList out(list.elementType());
+    out.reserve(list.size());
+    for (const c10::IValue& element : list) out.push_back(memberOf(element, index));
+    return out;
+  }
+  if (value.isTuple()) {
+    std::vector<c10::IValue> elements;
+    for (const auto& element : value.toTupleRef().elements()) elements.push_back(memberOf(element, index));
+    return c10::ivalue::Tuple::create(std::move(elements));
+  }
+  return value;  // None and non-tensor leaves: the same in every member
+}
+
+}  // namespace
+
+void member_value(const c10::OperatorHandle& /*op*/, torch::jit::Stack* stack) {
+  const int64_t index = stack->back().toInt();
+  stack->pop_back();
+  stack->back() = memberOf(stack->back(), index);
+}
+
 std::vector<at::Tensor> stack_members_list(const c10::List<c10::List<at::Tensor>>& members) {
   TORCH_CHECK(!members.empty(), "hfta::stack_members_list: no members");
   const size_t length = members.get(0).size();

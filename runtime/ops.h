@@ -7,6 +7,11 @@
 // ([B, *member_shape]). A "broadcast" tensor holds one member's value viewed
 // as [1, *member_shape]; it stands for B identical members without a copy.
 #include <ATen/ATen.h>
+#include <ATen/core/stack.h>
+
+namespace c10 {
+class OperatorHandle;
+}
 
 namespace hfta::ops {
 
@@ -143,6 +148,12 @@ std::vector<int64_t> stacked_dims(std::vector<int64_t> dims);
 // Used by the per-member fallback for values that are not plain tensors.
 std::optional<at::Tensor> member(const std::optional<at::Tensor>& self, int64_t index);
 std::vector<at::Tensor> member_list(at::TensorList self, int64_t index);
+c10::List<std::optional<at::Tensor>> member_optional_list(const c10::List<std::optional<at::Tensor>>& self,
+                                                          int64_t index);
+// hfta::member_value(t self, int index) -> t, boxed: member `index` of any
+// other container of arrays (lists of lists, of tuples): every tensor leaf
+// [B, ...] becomes its slice.
+void member_value(const c10::OperatorHandle& op, torch::jit::Stack* stack);
 std::vector<at::Tensor> stack_members_list(const c10::List<c10::List<at::Tensor>>& members);
 std::optional<at::Tensor> stack_members_optional(const c10::List<std::optional<at::Tensor>>& members);
 // Whether each group of `array_size` consecutive tensors can be stacked

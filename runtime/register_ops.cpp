@@ -35,6 +35,8 @@ TORCH_LIBRARY(hfta, m) {
   m.def("stacked_dims(int[] dims) -> int[]", hfta::ops::stacked_dims);
   m.def("member(Tensor(a)? self, int index) -> Tensor(a)?");
   m.def("member_list(Tensor[] self, int index) -> Tensor[]");
+  m.def("member_list.optional(Tensor?[] self, int index) -> Tensor?[]");
+  m.def("member_value(t self, int index) -> t", torch::CppFunction::makeFromBoxedFunction<&hfta::ops::member_value>());
   m.def("stack_members_list(Tensor[][] members) -> Tensor[]");
   m.def("stack_members_optional(Tensor?[] members) -> Tensor?");
   m.def(
@@ -81,6 +83,7 @@ TORCH_LIBRARY_IMPL(hfta, CompositeImplicitAutograd, m) {
   m.impl("broadcast_to_members", hfta::ops::broadcast_to_members);
   m.impl("member", hfta::ops::member);
   m.impl("member_list", hfta::ops::member_list);
+  m.impl("member_list.optional", hfta::ops::member_optional_list);
   m.impl("stack_members_list", hfta::ops::stack_members_list);
   m.impl("stack_members_optional", hfta::ops::stack_members_optional);
   m.impl("embedding", hfta::ops::embedding);

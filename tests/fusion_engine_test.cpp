@@ -104,5 +104,56 @@ graph(%x : Tensor, %flag : bool):
   }
 }
 
+// A branch on each member's own data runs per member, and reads lists of
+// per-member tensors made outside it: member b of each list. A Tensor?[]
+// (what aten::index takes: torchvision's Swin indexes its bias table so)
+// and lists of tuples or of lists, not only Tensor[]; the first two were
+// internal errors.
+TEST(FusionEngine, ListsOfArraysReadInsideAPerMemberBranchAreSlicedPerMember) {
+  const auto member = parse(R"IR(
+graph(%x : Tensor, %i : Tensor):
+  %none : NoneType = prim::Constant()
+  %zero : int = prim::Constant[value=0]()
+  %one : int = prim::Constant[value=1]()
+  %indices : Tensor?[] = prim::ListConstruct(%i)
+  %pair : (Tensor, Tensor) = prim::TupleConstruct(%x, %x)
+  %pairs : (Tensor, Tensor)[] = prim::ListConstruct(%pair)
+  %inner : Tensor[] = prim::ListConstruct(%x)
+  %nested : Tensor[][] = prim::ListConstruct(%inner)
+  %s : Tensor = aten::sum(%x, %none)
+  %positive : Tensor = aten::gt(%s, %zero)
+  %cond : bool = aten::Bool(%positive)
+  %out : Tensor = prim::If(%cond)
+    block0():
+      %a : Tensor = aten::index(%x, %indices)
+      -> (%a)
+    block1():
+      %p : (Tensor, Tensor) = aten::__getitem__(%pairs, %zero)
+      %q : Tensor, %r : Tensor = prim::TupleUnpack(%p)
+      %l : Tensor[] = aten::__getitem__(%nested, %zero)
+      %t : Tensor = aten::__getitem__(%l, %zero)
+      %u : Tensor = aten::add(%q, %t, %one)
+      %v : Tensor = aten::index(%u, %indices)
+      -> (%v)
+  return (%out)
+)IR");
+  FusionReport report;
+  const auto fused = fuseMemberGraph(*member, 3, {ValueKind::Array, ValueKind::Array}, report);
+  // Members 0 and 2 take the first branch, member 1 the second.
+  auto x = torch::randn({3, 5, 3}).abs();
+  x[1] = -x[1];
+  x.requires_grad_();
+  const auto i = torch::randint(0, 5, {3, 4});
+  const auto out = run(fused, {x, i}).toTensor();
+  out.sum().backward();
+  for (int64_t b = 0; b < 3; ++b) {
+    const auto xb = x.detach()[b].clone().requires_grad_();
+    const auto want = run(member, {xb, i[b]}).toTensor();
+    want.sum().backward();
+    EXPECT_TRUE(allClose(out[b], want, 0)) << "member " << b;
+    EXPECT_TRUE(allClose(x.grad()[b], xb.grad(), 0)) << "member " << b;
+  }
+}
+
 }  // namespace
 }  // namespace hfta
