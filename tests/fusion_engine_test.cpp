@@ -155,5 +155,57 @@ graph(%x : Tensor, %i : Tensor):
   }
 }
 
+// Ops of torchvision's Swin and MaxViT (lit/fuse.test shows their IR):
+// einsum with its own and a shared operand, roll, norm, the clamps, clone
+// and zero_ fuse and compute what each member computes alone.
+TEST(FusionEngine, SwinAndMaxVitOpsMatchEachMemberAlone) {
+  const auto member = parse(R"IR(
+graph(%x : Tensor, %w : Tensor, %shared : Tensor):
+  %none : NoneType = prim::Constant()
+  %one : int = prim::Constant[value=1]()
+  %two : float = prim::Constant[value=2.]()
+  %true : bool = prim::Constant[value=1]()
+  %batched : str = prim::Constant[value="nij,njk->nik"]()
+  %pair : Tensor[] = prim::ListConstruct(%x, %w)
+  %p : Tensor = aten::einsum(%batched, %pair, %none)
+  %spaced : str = prim::Constant[value="nij, jk -> nik"]()
+  %with_shared : Tensor[] = prim::ListConstruct(%p, %shared)
+  %q : Tensor = aten::einsum(%spaced, %with_shared, %none)
+  %shifts : int[] = prim::Constant[value=[1, -2]]()
+  %dims : int[] = prim::Constant[value=[1, 2]]()
+  %r : Tensor = aten::roll(%q, %shifts, %dims)
+  %last : int[] = prim::Constant[value=[-1]]()
+  %n : Tensor = aten::norm(%r, %two, %last, %true)
+  %eps : float = prim::Constant[value=0.5]()
+  %c : Tensor = aten::clamp_min(%n, %eps)
+  %lo : float = prim::Constant[value=-0.3]()
+  %hi : float = prim::Constant[value=0.4]()
+  %d : Tensor = aten::clamp(%r, %lo, %hi)
+  %e : Tensor = aten::div(%d, %c)
+  %f : Tensor = aten::clone(%e, %none)
+  %g : Tensor = aten::zero_(%f)
+  %h : Tensor = aten::add(%e, %g, %one)
+  return (%h)
+)IR");
+  FusionReport report;
+  const auto fused = fuseMemberGraph(*member, 3, {ValueKind::Array, ValueKind::Array, ValueKind::Uniform}, report);
+  EXPECT_TRUE(report.fallbacks.empty()) << report.text();
+  const auto options = torch::TensorOptions().dtype(torch::kFloat64);
+  const auto x = torch::randn({3, 2, 3, 4}, options).requires_grad_();
+  const auto w = torch::randn({3, 2, 4, 5}, options).requires_grad_();
+  const auto shared = torch::randn({5, 6}, options);
+  const auto out = run(fused, {x, w, shared}).toTensor();
+  out.sum().backward();
+  for (int64_t b = 0; b < 3; ++b) {
+    const auto xb = x.detach()[b].clone().requires_grad_();
+    const auto wb = w.detach()[b].clone().requires_grad_();
+    const auto want = run(member, {xb, wb, shared}).toTensor();
+    want.sum().backward();
+    EXPECT_TRUE(allClose(out[b], want, 1e-12)) << "member " << b;
+    EXPECT_TRUE(allClose(x.grad()[b], xb.grad(), 1e-12)) << "member " << b;
+    EXPECT_TRUE(allClose(w.grad()[b], wb.grad(), 1e-12)) << "member " << b;
+  }
+}
+
 }  // namespace
 }  // namespace hfta

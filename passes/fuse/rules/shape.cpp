@@ -188,6 +188,21 @@ RuleResult fuseNumel(RuleContext& ctx) {
   return RuleResult::fused();
 }
 
+// An op over a constant, non-empty list of member dims at input DimsArg
+// (roll's dims, norm's dim); the other inputs uniform. An empty list would
+// mean every dim, the member dim with them, and is left to the fallback.
+//
+//   %y = aten::roll(%x, %shifts, [1, 2])  ->  %y = aten::roll(%x, %shifts, [2, 3])
+template <size_t DimsArg>
+RuleResult fuseOverDims(RuleContext& ctx) {
+  if (!ctx.uniformFrom(1)) return RuleResult::decline("an argument differs per member");
+  const auto dims = constantInts(ctx.input(DimsArg).value);
+  if (!dims || dims->empty()) return RuleResult::decline("the dims are not a constant, non-empty list");
+  if (keepFolded(ctx, {DimsArg})) return RuleResult::fused();
+  ctx.bindOutputsByType(ctx.insertCopy({{0, ctx.array(0)}, {DimsArg, ctx.stackedDims(DimsArg)}}));
+  return RuleResult::fused();
+}
+
 // dtype, device and friends are the same for the array as for each member.
 RuleResult fuseMemberInvariant(RuleContext& ctx) {
   auto* copy = ctx.insertCopy({{0, ctx.array(0)}});
@@ -249,6 +264,11 @@ std::vector<RuleEntry> shapeRules() {
       {"aten::all(Tensor self) -> Tensor", kFamily, fuseFullReduction},
       {"aten::any(Tensor self) -> Tensor", kFamily, fuseFullReduction},
       {"aten::amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor", kFamily, fuseReduction},
+      // F.normalize's norm (Swin V2's cosine attention).
+      {"aten::norm.ScalarOpt_dim(Tensor self, Scalar? p, int[1] dim, bool keepdim=False) -> Tensor", kFamily,
+       fuseOverDims<2>},
+      // Swin's shifted windows.
+      {"aten::roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor", kFamily, fuseOverDims<2>},
       {"aten::max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)", kFamily,
        fuseWithDims<1>},
       {"aten::view(Tensor(a) self, SymInt[] size) -> Tensor(a)", kFamily, fuseWithShape},
