@@ -121,6 +121,19 @@ def members(kind, count, **kwargs):
     return out
 
 
+class TiedMLP(nn.Module):
+    """Two layers that share one weight (each member ties its own)."""
+
+    def __init__(self):
+        super().__init__()
+        self.first = nn.Linear(16, 16)
+        self.second = nn.Linear(16, 16)
+        self.second.weight = self.first.weight
+
+    def forward(self, x):
+        return self.second(self.first(x).tanh())
+
+
 def cases():
     torch.manual_seed(0)
     shared_member = mlp.MLP()
@@ -133,6 +146,7 @@ def cases():
         "lenet_averaged_b2": Averaged(members("lenet", 2)),
         "mlp_averaged_b8": Averaged(members("mlp", 8)),
         "lenet_stacked_b8": Stacked(members("lenet", 8)),
+        "tied_averaged_b3": Averaged([TiedMLP() for _ in range(3)]),
         # left alone
         "shared_parameter": Averaged([shared_member, shared_member]),
         "chained": Chained(),
@@ -145,7 +159,7 @@ def cases():
 
 
 # One sample's shape for each fused case's members.
-INPUT_SHAPES = {"mlp": (16,), "lenet": cnn.INPUT_SHAPES["lenet"], "scale": (16,)}
+INPUT_SHAPES = {"mlp": (16,), "lenet": cnn.INPUT_SHAPES["lenet"], "scale": (16,), "tied": (16,)}
 
 
 def main():

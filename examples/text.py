@@ -1,7 +1,7 @@
 """HFTA's two Transformer workloads as plain PyTorch models, scripted from
 Python: the word-level Transformer language model (PyTorch's
 word_language_model example, which HFTA fuses on WikiText-2) and BERT with a
-masked-language-model head.
+masked-language-model head; and the same example's LSTM language model.
 
 Both take token ids [N, L] (int64, batch first) and return [N, L, V]: the
 language model log-probabilities of the next token, BERT the logits of the
@@ -55,10 +55,12 @@ class TransformerLM(nn.Module):
     """Embedding * sqrt(d) + positions -> encoder with a causal mask -> linear
     decoder -> log-softmax over the vocabulary. Defaults: HFTA's run of the
     example on WikiText-2 (emsize 200, 2 heads, nhid 200, 2 layers, dropout
-    0.2; the vocabulary is the corpus's)."""
+    0.2; the vocabulary is the corpus's). tied: the decoder's weight is the
+    embedding's (Press & Wolf 2017; GPT-2 and PyTorch's word_language_model
+    --tied)."""
 
     def __init__(self, vocab=33278, d_model=200, nhead=2, d_hid=200, layers=2, dropout=0.2, max_len=512,
-                 activation="relu", norm_first=False):
+                 activation="relu", norm_first=False, tied=False):
         super().__init__()
         self.embedding = nn.Embedding(vocab, d_model)
         self.positions = PositionalEncoding(d_model, dropout, max_len)
@@ -71,6 +73,8 @@ class TransformerLM(nn.Module):
         nn.init.uniform_(self.embedding.weight, -0.1, 0.1)
         nn.init.uniform_(self.decoder.weight, -0.1, 0.1)
         nn.init.zeros_(self.decoder.bias)
+        if tied:
+            self.decoder.weight = self.embedding.weight
 
     def forward(self, tokens):
         length = tokens.size(1)
@@ -78,6 +82,36 @@ class TransformerLM(nn.Module):
         x = self.positions(self.embedding(tokens) * self.scale)
         x = self.encoder(x, mask=causal, is_causal=True)
         return F.log_softmax(self.decoder(x), dim=-1)
+
+
+class RNNLM(nn.Module):
+    """PyTorch's word_language_model RNNModel (the LSTM variant HFTA's users
+    swept beside the Transformer): embedding, dropout, a multi-layer LSTM
+    (or GRU, RNN_TANH, RNN_RELU) with dropout between layers, dropout, a
+    linear decoder, log-softmax. Each batch starts from a zero state (the
+    example carries the state across batches of one stream; hfta-train's
+    batches are independent windows). Defaults: the example's (emsize 200,
+    nhid 200, 2 layers, dropout 0.2; tied: --tied)."""
+
+    def __init__(self, vocab=33278, emsize=200, nhid=200, layers=2, dropout=0.2, cell="LSTM", tied=False):
+        super().__init__()
+        self.drop = nn.Dropout(dropout)
+        self.encoder = nn.Embedding(vocab, emsize)
+        if cell in ("LSTM", "GRU"):
+            self.rnn = getattr(nn, cell)(emsize, nhid, layers, dropout=dropout, batch_first=True)
+        else:
+            self.rnn = nn.RNN(emsize, nhid, layers, nonlinearity=cell[4:].lower(), dropout=dropout, batch_first=True)
+        self.decoder = nn.Linear(nhid, vocab)
+        nn.init.uniform_(self.encoder.weight, -0.1, 0.1)
+        nn.init.zeros_(self.decoder.bias)
+        nn.init.uniform_(self.decoder.weight, -0.1, 0.1)
+        if tied:
+            assert nhid == emsize, "tied weights need nhid == emsize"
+            self.decoder.weight = self.encoder.weight
+
+    def forward(self, tokens):
+        output, _ = self.rnn(self.drop(self.encoder(tokens)))
+        return F.log_softmax(self.decoder(self.drop(output)), dim=-1)
 
 
 class BERT(nn.Module):
@@ -118,8 +152,13 @@ class BERT(nn.Module):
 # benchmarks on a CPU, and the published sizes.
 CONFIGS = {
     "lm_tiny": (TransformerLM, dict(vocab=40, d_model=16, nhead=2, d_hid=24, layers=2, dropout=0.0, max_len=32)),
+    "lm_tiny_tied": (TransformerLM, dict(vocab=40, d_model=16, nhead=2, d_hid=24, layers=2, dropout=0.0, max_len=32,
+                                         tied=True)),
     "lm_small": (TransformerLM, dict(vocab=2000, d_model=64, nhead=2, d_hid=64, layers=2, dropout=0.2, max_len=128)),
     "lm": (TransformerLM, dict()),
+    "lstm_lm_tiny": (RNNLM, dict(vocab=40, emsize=17, nhid=20, layers=2, dropout=0.0)),
+    "lstm_lm_small": (RNNLM, dict(vocab=2000, emsize=64, nhid=64, layers=2, dropout=0.2)),
+    "lstm_lm": (RNNLM, dict()),
     "bert_tiny": (BERT, dict(vocab=40, hidden=16, layers=2, heads=2, intermediate=32, dropout=0.0, max_len=32)),
     "bert_small": (BERT, dict(vocab=2000, hidden=128, layers=2, heads=2, intermediate=512, max_len=128)),
     "bert": (BERT, dict()),
@@ -133,7 +172,8 @@ def model_factory(name):
 
 MODELS = {name: model_factory(name) for name in CONFIGS}
 # One member's sequence length for the tests and benchmarks (token ids [N, L]).
-SEQUENCE_LENGTHS = {"lm_tiny": 8, "lm_small": 35, "lm": 35, "bert_tiny": 8, "bert_small": 64, "bert": 128}
+SEQUENCE_LENGTHS = {"lm_tiny": 8, "lm_tiny_tied": 8, "lm_small": 35, "lm": 35, "lstm_lm_tiny": 8, "lstm_lm_small": 35,
+                    "lstm_lm": 35, "bert_tiny": 8, "bert_small": 64, "bert": 128}
 # Each configuration's vocabulary (the published ones: their class's default).
 VOCABULARIES = {name: settings.get("vocab", inspect.signature(cls).parameters["vocab"].default)
                 for name, (cls, settings) in CONFIGS.items()}

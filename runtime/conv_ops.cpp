@@ -1,8 +1,9 @@
-// Convolution and batch norm over B members. Both read and write the
+// Convolution and the norms over B members. All read and write the
 // channel-folded layout [N, B*C, ...] and run as one ATen op: B convolutions
-// become one grouped convolution (groups * B), B batch norms one batch norm
-// over B*C channels whose statistics are per (member, channel), i.e. each
-// member's own.
+// become one grouped convolution (groups * B), B batch (instance) norms one
+// batch (instance) norm over B*C channels whose statistics are per (member,
+// channel), i.e. each member's own, and B group norms one group norm with
+// B * G groups.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -181,8 +182,14 @@ at::Tensor conv_padding(const at::Tensor& input, const at::Tensor& weight, const
   return convolveMembers(
       input, weight, bias, groups,
       [&](const at::Tensor& x, const at::Tensor& w, const std::optional<at::Tensor>& b, int64_t g) {
-        return weight.dim() == 4 ? at::conv1d(x, w, b, stride, padding, dilation, g)
-                                 : at::conv2d(x, w, b, stride, padding, dilation, g);
+        switch (weight.dim()) {  // [B, out, in/groups, k...]
+          case 4:
+            return at::conv1d(x, w, b, stride, padding, dilation, g);
+          case 5:
+            return at::conv2d(x, w, b, stride, padding, dilation, g);
+          default:
+            return at::conv3d(x, w, b, stride, padding, dilation, g);
+        }
       },
       fmt::format("stride [{}] padding {} dilation [{}]", fmt::join(stride, ","), std::string(padding),
                   fmt::join(dilation, ",")));
@@ -249,6 +256,27 @@ at::Tensor batch_norm_momenta(const at::Tensor& input, const std::optional<at::T
     rv.mul_(1 - m).add_(m * var);
   }
   return output;
+}
+
+at::Tensor group_norm(const at::Tensor& input, int64_t num_groups, const std::optional<at::Tensor>& weight,
+                      const std::optional<at::Tensor>& bias, double eps, bool cudnn_enabled, int64_t array_size) {
+  // Each member's channels are contiguous in the folded layout and split
+  // into num_groups equal groups, so group k of the B * num_groups holds
+  // member k / num_groups's group k % num_groups: the same elements, in the
+  // same order, as the member's own group norm normalizes.
+  return at::group_norm(input, num_groups * array_size, flattened(weight), flattened(bias), eps, cudnn_enabled);
+}
+
+at::Tensor instance_norm(const at::Tensor& input, const std::optional<at::Tensor>& weight,
+                         const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& running_mean,
+                         const std::optional<at::Tensor>& running_var, bool use_input_stats, double momentum,
+                         double eps, bool cudnn_enabled) {
+  // at::instance_norm normalizes each (sample, channel) alone and averages
+  // the channels' running statistics over the batch: per channel, so the
+  // folded channels are each member's own, and the statistics it copies
+  // back land in the stacked buffers through their [B*C] views.
+  return at::instance_norm(input, flattened(weight), flattened(bias), flattened(running_mean), flattened(running_var),
+                           use_input_stats, momentum, eps, cudnn_enabled);
 }
 
 at::Tensor prelu(const at::Tensor& self, const at::Tensor& weight) {

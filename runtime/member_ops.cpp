@@ -23,6 +23,12 @@ at::Tensor broadcast_to_members(const at::Tensor& self, int64_t array_size) {
   return self.unsqueeze(0).expand(sizes);
 }
 
+std::vector<at::Tensor> broadcast_list_to_members(at::TensorList self, int64_t array_size) {
+  std::vector<at::Tensor> out;
+  for (const auto& t : self) out.push_back(broadcast_to_members(t, array_size));
+  return out;
+}
+
 at::Tensor fold_channels(const at::Tensor& array, int64_t array_size) {
   TORCH_CHECK(array.dim() >= 3, "hfta::fold_channels: expected members [B, N, C, ...], got ", array.sizes());
   return expand_members(array, array_size).transpose(0, 1).flatten(1, 2);

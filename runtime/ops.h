@@ -72,6 +72,18 @@ at::Tensor batch_norm_momenta(const at::Tensor& input, const std::optional<at::T
                               const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& running_mean,
                               const std::optional<at::Tensor>& running_var, bool training, at::ArrayRef<double> momenta,
                               double eps, bool cudnn_enabled);
+// Group norm per member: input channel-folded [N, B*C, *], weight and bias
+// [B, C]. One group norm with B * num_groups groups: the folded channels of
+// group b * num_groups + g are member b's group g.
+at::Tensor group_norm(const at::Tensor& input, int64_t num_groups, const std::optional<at::Tensor>& weight,
+                      const std::optional<at::Tensor>& bias, double eps, bool cudnn_enabled, int64_t array_size);
+// Instance norm per member: input channel-folded [N, B*C, *]; weight, bias
+// and the running statistics [B, C] (updated in place, each member its own
+// slice, as at::instance_norm updates a member's). Returns [N, B*C, *].
+at::Tensor instance_norm(const at::Tensor& input, const std::optional<at::Tensor>& weight,
+                         const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& running_mean,
+                         const std::optional<at::Tensor>& running_var, bool use_input_stats, double momentum,
+                         double eps, bool cudnn_enabled);
 // PReLU with each member's own slopes: weight [B, C] or [B, 1].
 at::Tensor prelu(const at::Tensor& self, const at::Tensor& weight);
 // torch.baddbmm per member: self_b * beta + alpha * batch1_b @ batch2_b, one
@@ -154,6 +166,8 @@ c10::List<std::optional<at::Tensor>> member_optional_list(const c10::List<std::o
 // other container of arrays (lists of lists, of tuples): every tensor leaf
 // [B, ...] becomes its slice.
 void member_value(const c10::OperatorHandle& op, torch::jit::Stack* stack);
+// A list all members share as the members' list: each tensor viewed [B, ...].
+std::vector<at::Tensor> broadcast_list_to_members(at::TensorList self, int64_t array_size);
 std::vector<at::Tensor> stack_members_list(const c10::List<c10::List<at::Tensor>>& members);
 std::optional<at::Tensor> stack_members_optional(const c10::List<std::optional<at::Tensor>>& members);
 // Whether each group of `array_size` consecutive tensors can be stacked
@@ -161,5 +175,32 @@ std::optional<at::Tensor> stack_members_optional(const c10::List<std::optional<a
 // two sharing memory (members that share a parameter must not be fused);
 // a group of Nones is stackable, a group mixing None and tensors is not.
 bool stackable(const c10::List<std::optional<at::Tensor>>& tensors, int64_t array_size, bool distinct);
+
+// Recurrent layers (aten::lstm, gru, rnn_tanh, rnn_relu) over stacked
+// members: input [B|1, T, N, I] ([B|1, N, T, I] batch-first), states
+// [B|1, layers * directions, N, H], params in ATen's order, each [B, ...];
+// outputs [B, ...]. All members step at once (runtime/recurrent_ops.cpp).
+std::tuple<at::Tensor, at::Tensor, at::Tensor> lstm(const at::Tensor& input, at::TensorList hx, at::TensorList params,
+                                                    bool has_biases, int64_t num_layers, double dropout, bool train,
+                                                    bool bidirectional, bool batch_first);
+std::tuple<at::Tensor, at::Tensor> gru(const at::Tensor& input, const at::Tensor& hx, at::TensorList params,
+                                       bool has_biases, int64_t num_layers, double dropout, bool train,
+                                       bool bidirectional, bool batch_first);
+std::tuple<at::Tensor, at::Tensor> rnn_tanh(const at::Tensor& input, const at::Tensor& hx, at::TensorList params,
+                                            bool has_biases, int64_t num_layers, double dropout, bool train,
+                                            bool bidirectional, bool batch_first);
+std::tuple<at::Tensor, at::Tensor> rnn_relu(const at::Tensor& input, const at::Tensor& hx, at::TensorList params,
+                                            bool has_biases, int64_t num_layers, double dropout, bool train,
+                                            bool bidirectional, bool batch_first);
+// Their cells: input [B|1, N, I], states [B|1, N, H], weights [B, ...].
+std::tuple<at::Tensor, at::Tensor> lstm_cell(const at::Tensor& input, at::TensorList hx, const at::Tensor& w_ih,
+                                             const at::Tensor& w_hh, const std::optional<at::Tensor>& b_ih,
+                                             const std::optional<at::Tensor>& b_hh);
+at::Tensor gru_cell(const at::Tensor& input, const at::Tensor& hx, const at::Tensor& w_ih, const at::Tensor& w_hh,
+                    const std::optional<at::Tensor>& b_ih, const std::optional<at::Tensor>& b_hh);
+at::Tensor rnn_tanh_cell(const at::Tensor& input, const at::Tensor& hx, const at::Tensor& w_ih, const at::Tensor& w_hh,
+                         const std::optional<at::Tensor>& b_ih, const std::optional<at::Tensor>& b_hh);
+at::Tensor rnn_relu_cell(const at::Tensor& input, const at::Tensor& hx, const at::Tensor& w_ih, const at::Tensor& w_hh,
+                         const std::optional<at::Tensor>& b_ih, const std::optional<at::Tensor>& b_hh);
 
 }  // namespace hfta::ops

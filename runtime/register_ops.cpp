@@ -24,6 +24,12 @@ TORCH_LIBRARY(hfta, m) {
   m.def(
       "batch_norm_momenta(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!)? running_mean, Tensor(b!)? "
       "running_var, bool training, float[] momenta, float eps, bool cudnn_enabled) -> Tensor");
+  m.def(
+      "group_norm(Tensor input, int num_groups, Tensor? weight, Tensor? bias, float eps, bool cudnn_enabled, int "
+      "array_size) -> Tensor");
+  m.def(
+      "instance_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!)? running_mean, Tensor(b!)? running_var, "
+      "bool use_input_stats, float momentum, float eps, bool cudnn_enabled) -> Tensor");
   m.def("fold_channels(Tensor array, int array_size) -> Tensor");
   m.def("unfold_channels(Tensor(a) folded, int array_size) -> Tensor(a)");
   m.def("repeat(Tensor array, int[] repeats) -> Tensor");
@@ -37,6 +43,7 @@ TORCH_LIBRARY(hfta, m) {
   m.def("member_list(Tensor[] self, int index) -> Tensor[]");
   m.def("member_list.optional(Tensor?[] self, int index) -> Tensor?[]");
   m.def("member_value(t self, int index) -> t", torch::CppFunction::makeFromBoxedFunction<&hfta::ops::member_value>());
+  m.def("broadcast_list_to_members(Tensor[] self, int array_size) -> Tensor[]");
   m.def("stack_members_list(Tensor[][] members) -> Tensor[]");
   m.def("stack_members_optional(Tensor?[] members) -> Tensor?");
   m.def(
@@ -62,6 +69,29 @@ TORCH_LIBRARY(hfta, m) {
   m.def("member_dims(Tensor array) -> int[]", hfta::ops::member_dims);
   m.def("broadcast_optional_to_members(Tensor(a)? self, int array_size) -> Tensor(a)?");
   m.def("stackable(Tensor?[] tensors, int array_size, bool distinct) -> bool", hfta::ops::stackable);
+  // Recurrent layers: ATen's schemas, every tensor [B, ...].
+  m.def(
+      "gru(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, "
+      "bool bidirectional, bool batch_first) -> (Tensor, Tensor)");
+  m.def(
+      "rnn_tanh(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, "
+      "bool bidirectional, bool batch_first) -> (Tensor, Tensor)");
+  m.def(
+      "rnn_relu(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, "
+      "bool bidirectional, bool batch_first) -> (Tensor, Tensor)");
+  m.def(
+      "lstm(Tensor input, Tensor[] hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, "
+      "bool bidirectional, bool batch_first) -> (Tensor, Tensor, Tensor)");
+  m.def("gru_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor");
+  m.def(
+      "rnn_tanh_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> "
+      "Tensor");
+  m.def(
+      "rnn_relu_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> "
+      "Tensor");
+  m.def(
+      "lstm_cell(Tensor input, Tensor[] hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> "
+      "(Tensor, Tensor)");
 }
 
 TORCH_LIBRARY_IMPL(hfta, CompositeImplicitAutograd, m) {
@@ -75,6 +105,8 @@ TORCH_LIBRARY_IMPL(hfta, CompositeImplicitAutograd, m) {
   m.impl("conv_transpose", hfta::ops::conv_transpose);
   m.impl("batch_norm", hfta::ops::batch_norm);
   m.impl("batch_norm_momenta", hfta::ops::batch_norm_momenta);
+  m.impl("group_norm", hfta::ops::group_norm);
+  m.impl("instance_norm", hfta::ops::instance_norm);
   m.impl("fold_channels", hfta::ops::fold_channels);
   m.impl("unfold_channels", hfta::ops::unfold_channels);
   m.impl("repeat", hfta::ops::repeat);
@@ -84,6 +116,7 @@ TORCH_LIBRARY_IMPL(hfta, CompositeImplicitAutograd, m) {
   m.impl("member", hfta::ops::member);
   m.impl("member_list", hfta::ops::member_list);
   m.impl("member_list.optional", hfta::ops::member_optional_list);
+  m.impl("broadcast_list_to_members", hfta::ops::broadcast_list_to_members);
   m.impl("stack_members_list", hfta::ops::stack_members_list);
   m.impl("stack_members_optional", hfta::ops::stack_members_optional);
   m.impl("embedding", hfta::ops::embedding);
@@ -94,4 +127,12 @@ TORCH_LIBRARY_IMPL(hfta, CompositeImplicitAutograd, m) {
   m.impl("native_multi_head_attention", hfta::ops::native_multi_head_attention);
   m.impl("expand", hfta::ops::expand);
   m.impl("broadcast_optional_to_members", hfta::ops::broadcast_optional_to_members);
+  m.impl("lstm", hfta::ops::lstm);
+  m.impl("gru", hfta::ops::gru);
+  m.impl("rnn_tanh", hfta::ops::rnn_tanh);
+  m.impl("rnn_relu", hfta::ops::rnn_relu);
+  m.impl("lstm_cell", hfta::ops::lstm_cell);
+  m.impl("gru_cell", hfta::ops::gru_cell);
+  m.impl("rnn_tanh_cell", hfta::ops::rnn_tanh_cell);
+  m.impl("rnn_relu_cell", hfta::ops::rnn_relu_cell);
 }

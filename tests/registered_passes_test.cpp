@@ -41,7 +41,10 @@ std::map<std::string, at::Tensor> memberTensors(const torch::jit::Module& ensemb
     if (buffers) {
       for (const auto& t : member.named_buffers()) out[std::to_string(b) + "." + t.name] = t.value;
     } else {
-      for (const auto& p : member.named_parameters()) out[std::to_string(b) + "." + p.name] = p.value.grad();
+      std::set<const c10::TensorImpl*> seen;  // a tied weight once, as Python names it
+      for (const auto& p : member.named_parameters()) {
+        if (seen.insert(p.value.unsafeGetTensorImpl()).second) out[std::to_string(b) + "." + p.name] = p.value.grad();
+      }
     }
     ++b;
   }
@@ -96,7 +99,8 @@ TEST_P(RegisteredPass, RunsAsTheEnsembleDoes) {
 
 INSTANTIATE_TEST_SUITE_P(Ensembles, RegisteredPass,
                          ::testing::Values(Case{"mlp_averaged_b5", true}, Case{"lenet_stacked_b3", true},
-                                           Case{"mlp_averaged_b8", true}, Case{"lenet_stacked_b8", true},
+                                           Case{"tied_averaged_b3", true}, Case{"mlp_averaged_b8", true},
+                                           Case{"lenet_stacked_b8", true},
                                            // two outputs each, summed by the caller
                                            Case{"two_heads_summed_b3", true},
                                            // one tensor in two members

@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include "passes/hfta/hfta.h"
+#include "passes/ir/tensor_slots.h"
 #include "runtime/atomic_file.h"
 #include "train/checkpoint.h"
 #include "train/optimizer_factory.h"
@@ -168,9 +169,8 @@ Run::Run(const RunConfig& config) : config_(config) {
     if (data->inputs.is_floating_point()) data->inputs = data->inputs.to(config.options.dtype);
   }
 
-  std::vector<at::Tensor> params;
-  for (const auto& p : module.parameters()) params.push_back(p);
-  optimizer_ = makeOptimizer(config.optimizer, params, members, config.hyper);
+  // A tied weight is one parameter, stepped once.
+  optimizer_ = makeOptimizer(config.optimizer, distinctParameters(module), members, config.hyper);
   const int64_t batches_per_epoch =
       (train_.size() + config.options.batch_size - 1) / std::max<int64_t>(config.options.batch_size, 1);
   schedule_ =

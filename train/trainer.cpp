@@ -11,6 +11,7 @@
 #include "dist/world.h"
 #include "passes/hfta/hfta.h"
 #include "passes/ir/diagnostics.h"
+#include "passes/ir/tensor_slots.h"
 #include "runtime/autocast.h"
 #include "runtime/ops.h"
 #include "train/setting_error.h"
@@ -86,11 +87,12 @@ Trainer::Trainer(torch::jit::Module fused, optim::FusedOptimizer& optimizer, Tra
   if (options_.group != nullptr) {
     // Every rank starts from rank 0's weights and buffers.
     std::vector<at::Tensor> state, trained;
-    for (const auto& p : module_.parameters()) {
+    // Each tied tensor once: summed twice, its gradient would double.
+    for (const auto& p : distinctParameters(module_)) {
       state.push_back(p.detach());
       if (p.requires_grad()) trained.push_back(p);
     }
-    for (const auto& b : module_.buffers()) state.push_back(b);
+    for (const auto& b : distinctBuffers(module_)) state.push_back(b);
     options_.group->broadcastInPlace(state);
     gradient_sum_ = std::make_unique<dist::OverlappedGradientSum>(*options_.group, trained);
   }
@@ -121,8 +123,7 @@ void Trainer::rethrowFailedCollective() const {
 
 void Trainer::shareRankZeroBuffers() {
   const Stopwatch stopwatch(communication_seconds_);
-  std::vector<at::Tensor> buffers;
-  for (const auto& b : module_.buffers()) buffers.push_back(b);
+  const auto buffers = distinctBuffers(module_);
   if (!buffers.empty()) options_.group->broadcastInPlace(buffers);
 }
 

@@ -18,6 +18,7 @@
 #include "passes/hfta/hfta.h"
 #include "passes/ir/diagnostics.h"
 #include "passes/ir/inline_calls.h"
+#include "passes/ir/tensor_slots.h"
 #include "passes/ir/walk.h"
 #include "passes/verify/lockstep.h"
 
@@ -35,8 +36,8 @@ constexpr const char* kMemberForward = "hfta_member_forward";
 constexpr const char* kFusedNamespace = "__torch__.hfta_fused.";
 
 using ClassMap = std::unordered_map<c10::ClassTypePtr, c10::ClassTypePtr>;
-// Makes the new module's tensor from the tensors at one qualified name.
-using TensorMaker = std::function<at::Tensor(const std::vector<at::Tensor>&, bool is_parameter)>;
+// Makes the new module's tensor from the source module's tensor at one slot.
+using TensorMaker = std::function<at::Tensor(const at::Tensor&)>;
 
 std::shared_ptr<Graph> inlinedForward(const Member& member, const std::string& name) {
   auto forward = member.module.find_method("forward");
@@ -55,12 +56,29 @@ std::shared_ptr<Graph> inlinedForward(const Member& member, const std::string& n
   return graph;
 }
 
-// Builds a module mirroring `level` (the same submodule in every source
-// module), with tensors from make_tensor and the other attributes copied.
-Module mirror(const std::vector<Module>& level, const std::shared_ptr<torch::jit::CompilationUnit>& cu,
-              ClassMap& classes, const std::function<std::string(const std::string&)>& class_name,
-              const TensorMaker& make_tensor, bool is_root) {
-  const auto src_type = level[0].type();
+// The new module's tensors, one per source tensor: a tensor the source
+// holds in several slots (a tied weight, a list of parameters) is one
+// tensor in the new module too, so its uses share one gradient.
+class TensorMemo {
+ public:
+  explicit TensorMemo(TensorMaker make) : make_(std::move(make)) {}
+  at::Tensor operator()(const at::Tensor& source) {
+    if (!source.defined()) return source;
+    auto [it, fresh] = made_.emplace(source.unsafeGetTensorImpl(), at::Tensor());
+    if (fresh) it->second = make_(source);
+    return it->second;
+  }
+
+ private:
+  TensorMaker make_;
+  std::unordered_map<const c10::TensorImpl*, at::Tensor> made_;
+};
+
+// Builds a module mirroring `source`, with tensors from `tensors` and the
+// other attributes copied.
+Module mirror(const Module& source, const std::shared_ptr<torch::jit::CompilationUnit>& cu, ClassMap& classes,
+              const std::function<std::string(const std::string&)>& class_name, TensorMemo& tensors, bool is_root) {
+  const auto src_type = source.type();
   auto known = classes.find(src_type);
   Module out = known != classes.end() ? Module(cu, known->second)
                                       : Module(c10::QualifiedName(class_name(src_type->name()->qualifiedName())), cu,
@@ -70,26 +88,27 @@ Module mirror(const std::vector<Module>& level, const std::shared_ptr<torch::jit
     const auto name = src_type->getAttributeName(slot);
     if (is_root && name.rfind("hfta_", 0) == 0) continue;  // a fused module's own record
     const auto type = src_type->getAttribute(slot);
-    const auto value = level[0]._ivalue()->getSlot(slot);
-    const bool is_parameter = src_type->is_parameter(slot);
+    const auto value = source._ivalue()->getSlot(slot);
+    const bool is_parameter = src_type->is_parameter(slot), is_buffer = src_type->is_buffer(slot);
     if (value.isModule()) {
-      std::vector<Module> children;
-      for (const auto& m : level) children.push_back(m.attr(name).toModule());
-      out.register_module(name, mirror(children, cu, classes, class_name, make_tensor, false));
+      out.register_module(name, mirror(value.toModule(), cu, classes, class_name, tensors, false));
     } else if (value.isTensor()) {
-      std::vector<at::Tensor> tensors;
-      for (const auto& m : level) tensors.push_back(m.attr(name).toTensor());
-      out.register_attribute(name, type, make_tensor(tensors, is_parameter), is_parameter, src_type->is_buffer(slot));
+      out.register_attribute(name, type, tensors(value.toTensor()), is_parameter, is_buffer);
+    } else if (value.isTensorList()) {
+      // nn.LSTM's _flat_weights (its parameters again), a user's List[Tensor].
+      c10::List<at::Tensor> list;
+      for (const at::Tensor& t : value.toTensorList()) list.push_back(tensors(t));
+      out.register_attribute(name, type, list, is_parameter, is_buffer);
     } else {
       // None in an Optional[Tensor] slot (a conv without bias) is the same in
       // every member (lockstep matching checked it).
       if (containsTensor(type) && !value.isNone()) {
         throw UserError(
-            fmt::format("attribute `{}` of {} holds tensors inside a {}; hfta fuses tensor attributes, "
-                        "parameters and buffers only. Store the tensors as separate buffers.",
+            fmt::format("attribute `{}` of {} holds tensors inside a {}; hfta fuses tensors, lists of tensors, "
+                        "parameters and buffers. Store the tensors as separate buffers or in a List[Tensor].",
                         name, src_type->name()->qualifiedName(), type->annotation_str()));
       }
-      out.register_attribute(name, type, value, is_parameter, src_type->is_buffer(slot));
+      out.register_attribute(name, type, value, is_parameter, is_buffer);
     }
   }
   return out;
@@ -120,14 +139,11 @@ void addMethod(Module& module, const std::string& name, const std::shared_ptr<Gr
 
 std::string memberName(int64_t b, const std::string& source) { return fmt::format("model {} ({})", b, source); }
 
-// Every tensor attribute of `module` and its submodules (parameters,
-// buffers and plain tensor attributes, which the fused module stacks), by
-// qualified name.
-std::map<std::string, at::Tensor> tensorAttributes(const Module& module) {
+// Every tensor slot of `module` by qualified name: the fused module's
+// stacked tensors, or a member's, which go into them.
+std::map<std::string, at::Tensor> tensorsByName(const Module& module) {
   std::map<std::string, at::Tensor> out;
-  for (const auto& attribute : module.named_attributes(/*recurse=*/true)) {
-    if (attribute.value.isTensor()) out[attribute.name] = attribute.value.toTensor();
-  }
+  for (auto& slot : tensorSlots(module)) out[slot.name] = std::move(slot.tensor);
   return out;
 }
 
@@ -148,7 +164,9 @@ void addMember(const Member& member, int64_t b, const FirstMember& first,
   // memcpy, not copy_: ATen's copy would start an OpenMP team in every
   // worker thread, and the teams' spinning starves the workers (8 members
   // took 18 s instead of 3). Matching made sure shapes and dtypes agree.
-  for (const auto& [path, tensor] : tensorAttributes(member.module)) {
+  // A tied tensor is copied once per name it has: the same data each time.
+  for (const auto& [path, tensor] : tensorsByName(member.module)) {
+    if (!tensor.defined()) continue;
     const auto slice = stacked.at(path).select(0, b);
     const auto source = tensor.contiguous();
     TORCH_INTERNAL_ASSERT(slice.is_contiguous() && slice.nbytes() == source.nbytes());
@@ -217,20 +235,19 @@ FusionResult fuseFrom(int64_t array_size, const std::function<Member(int64_t)>& 
 
   auto cu = std::make_shared<torch::jit::CompilationUnit>();
   ClassMap classes;
-  auto allocate = [array_size](const std::vector<at::Tensor>& tensors, bool is_parameter) {
-    const auto& member = tensors[0];
+  TensorMemo stack([array_size](const at::Tensor& member) {
     std::vector<int64_t> sizes{array_size};
     sizes.insert(sizes.end(), member.sizes().begin(), member.sizes().end());
     auto stacked = at::empty(sizes, member.options().requires_grad(false));
     stacked.select(0, 0).copy_(member.detach());
-    return is_parameter ? stacked.requires_grad_(member.requires_grad()) : stacked;
-  };
+    return stacked.requires_grad_(member.requires_grad());
+  });
   auto fused_name = [](const std::string& name) {
     const std::string plain = withoutMangling(name);
     return kFusedNamespace + plain.substr(plain.rfind("__torch__.", 0) == 0 ? 10 : 0);
   };
-  Module fused = mirror({first.module}, cu, classes, fused_name, allocate, true);
-  const auto stacked = tensorAttributes(fused);
+  Module fused = mirror(first.module, cu, classes, fused_name, stack, true);
+  const auto stacked = tensorsByName(fused);
   std::vector<std::string> sources(array_size);
   sources[0] = first_member.source;
   forEachOtherMember(array_size, [&](int64_t b) {
@@ -298,16 +315,15 @@ Module split(const Module& fused, int64_t index) {
   }
   auto cu = std::make_shared<torch::jit::CompilationUnit>();
   ClassMap classes;
-  auto slice = [index](const std::vector<at::Tensor>& tensors, bool is_parameter) {
-    auto member = tensors[0].select(0, index).detach().clone();
-    return is_parameter ? member.requires_grad_(tensors[0].requires_grad()) : member;
-  };
+  TensorMemo slice([index](const at::Tensor& stacked) {
+    return stacked.select(0, index).detach().clone().requires_grad_(stacked.requires_grad());
+  });
   auto plain_name = [](const std::string& name) {
     const std::string plain = withoutMangling(name);
     const std::string prefix = kFusedNamespace;
     return plain.rfind(prefix, 0) == 0 ? "__torch__." + plain.substr(prefix.size()) : plain;
   };
-  Module member = mirror({fused}, cu, classes, plain_name, slice, true);
+  Module member = mirror(fused, cu, classes, plain_name, slice, true);
   auto forward = fused.get_method(kMemberForward).graph()->copy();
   retypeBlock(forward->block(), classes);
   addMethod(member, "forward", forward);

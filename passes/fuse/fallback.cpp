@@ -30,12 +30,14 @@ void checkNoWriteIntoUniform(GraphFuser& fuser, Node* node) {
 // B members: narrow it to member b right where it is read.
 void narrowAttributeReads(torch::jit::Block* block, int64_t b) {
   forEachNode(block, [b](Node* read) {
-    if (read->kind() != c10::prim::GetAttr || !isTensorLike(read->output()->type())) return;
+    if (read->kind() != c10::prim::GetAttr || !isStackedAttribute(read->output()->type())) return;
     Graph& g = *read->owningGraph();
     torch::jit::WithInsertPoint after(read->next());
     Value* stacked = read->output();
-    Value* member = stacked->type()->kind() == c10::TypeKind::TensorType
-                        ? g.insert(c10::aten::select, {stacked, 0, b})
+    const auto kind = stacked->type()->kind();
+    Value* member = kind == c10::TypeKind::TensorType ? g.insert(c10::aten::select, {stacked, 0, b})
+                    : kind == c10::TypeKind::ListType
+                        ? g.insert(c10::Symbol::fromQualString("hfta::member_list"), {stacked, b})
                         : g.insert(c10::Symbol::fromQualString("hfta::member"), {stacked, b});
     stacked->replaceAllUsesAfterNodeWith(member->node(), member);
   });

@@ -21,6 +21,7 @@ namespace {
 
 const c10::Symbol kBroadcastToMembers = c10::Symbol::fromQualString("hfta::broadcast_to_members");
 const c10::Symbol kBroadcastOptionalToMembers = c10::Symbol::fromQualString("hfta::broadcast_optional_to_members");
+const c10::Symbol kBroadcastListToMembers = c10::Symbol::fromQualString("hfta::broadcast_list_to_members");
 const c10::Symbol kMember = c10::Symbol::fromQualString("hfta::member");
 const c10::Symbol kMemberList = c10::Symbol::fromQualString("hfta::member_list");
 const c10::Symbol kMemberValue = c10::Symbol::fromQualString("hfta::member_value");
@@ -45,6 +46,12 @@ bool isTensorLike(const c10::TypePtr& type) {
   if (type->kind() == c10::TypeKind::TensorType) return true;
   auto opt = type->cast<c10::OptionalType>();
   return opt && opt->getElementType()->kind() == c10::TypeKind::TensorType;
+}
+
+bool isStackedAttribute(const c10::TypePtr& type) {
+  if (isTensorLike(type)) return true;
+  const auto list = type->cast<c10::ListType>();
+  return list && list->getElementType()->kind() == c10::TypeKind::TensorType;
 }
 
 bool containsTensor(const c10::TypePtr& type) {
@@ -85,7 +92,7 @@ std::vector<FusedValue> GraphFuser::fuseBlock(Block* tmpl, Block* target) {
 // stacked parameter.
 bool GraphFuser::isUniform(const Node* node) const {
   if (node->isNondeterministic()) return false;
-  if (node->kind() == c10::prim::GetAttr && isTensorLike(node->output()->type())) return false;
+  if (node->kind() == c10::prim::GetAttr && isStackedAttribute(node->output()->type())) return false;
   for (const Value* input : node->inputs()) {
     auto it = env_.find(input);
     // Values defined inside the node's own blocks are not bound yet.
@@ -118,11 +125,12 @@ void GraphFuser::copyUniform(Node* node) {
 
 void GraphFuser::fuseNode(Node* node) {
   if (node->kind() == c10::prim::GetAttr) {
-    // Tensor attributes of a fused module are stacked; the rest are equal
-    // in every member (checked by lockstep matching).
+    // Tensor attributes of a fused module are stacked (lists of tensors
+    // element by element); the rest are equal in every member (checked by
+    // lockstep matching).
     Node* copy = insertAsIs(node);
     bind(node->output(),
-         {copy->output(), isTensorLike(node->output()->type()) ? ValueKind::Array : ValueKind::Uniform});
+         {copy->output(), isStackedAttribute(node->output()->type()) ? ValueKind::Array : ValueKind::Uniform});
     return;
   }
   if (node->kind() == c10::prim::Uninitialized) {
@@ -172,6 +180,22 @@ void GraphFuser::forgetCopiesWrittenBy(const Node* node) {
   if (writesInPlace(node)) folded_copies_.clear();
 }
 
+void GraphFuser::discard(Node* node) {
+  auto inside = [node](const Value* v) {
+    for (const Block* b = v->node()->owningBlock(); b != nullptr && b->owningNode() != nullptr;
+         b = b->owningNode()->owningBlock()) {
+      if (b->owningNode() == node) return true;
+    }
+    return false;
+  };
+  for (auto* cache : {&array_views_, &folded_copies_}) {
+    for (auto it = cache->begin(); it != cache->end();) {
+      it = inside(it->first) || inside(it->second) ? cache->erase(it) : std::next(it);
+    }
+  }
+  node->destroy();
+}
+
 Value* GraphFuser::reuse(std::unordered_map<Value*, Value*>& cache, Value* from) const {
   auto it = cache.find(from);
   if (it == cache.end()) return nullptr;
@@ -209,6 +233,9 @@ Value* GraphFuser::toArray(const FusedValue& value) {
     std::vector<Value*> elements;
     for (Value* e : unpack->outputs()) elements.push_back(toArray({e, ValueKind::Uniform}));
     return graph_.insertNode(graph_.createTuple(elements))->output();
+  }
+  if (isStackedAttribute(type) && type->kind() == c10::TypeKind::ListType) {
+    return graph_.insert(kBroadcastListToMembers, {v, array_size_});  // List[Tensor]: each element
   }
   if (isTensorLike(type) && !v->mustBeNone()) {
     // Optional[Tensor]: each member's value, or None in all.

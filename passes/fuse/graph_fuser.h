@@ -42,6 +42,9 @@ struct FusedValue {
 
 // True for Tensor and Optional[Tensor]: the types an Array leaf can have.
 bool isTensorLike(const c10::TypePtr& type);
+// True for the attribute types a fused module stacks: Tensor, Optional[Tensor]
+// and List[Tensor] (each element stacked).
+bool isStackedAttribute(const c10::TypePtr& type);
 // True if `type` has a tensor anywhere inside (tuples, lists, optionals).
 bool containsTensor(const c10::TypePtr& type);
 
@@ -76,6 +79,10 @@ class GraphFuser {
   // lists and tuples of those become an Array, anything else a PerMember
   // list.
   FusedValue stackMembers(const std::vector<torch::jit::Value*>& members, const c10::TypePtr& type);
+
+  // Removes `node` (a rule's attempt that it gave up), and every layout
+  // conversion cached inside it.
+  void discard(torch::jit::Node* node);
 
   torch::jit::Graph& graph() { return graph_; }
   int64_t arraySize() const { return array_size_; }

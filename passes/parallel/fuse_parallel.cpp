@@ -10,6 +10,7 @@
 #include "passes/hfta/parallel.h"
 #include "passes/ir/diagnostics.h"
 #include "passes/ir/inline_calls.h"
+#include "passes/ir/tensor_slots.h"
 #include "passes/parallel/members.h"
 
 namespace hfta {
@@ -68,16 +69,20 @@ bool hoistBefore(Value* value, Node* first, const std::set<Node*>& calls, torch:
 // Why `calls` cannot run as one fused call, or "" if they can.
 std::string whyNot(Graph& graph, const std::vector<Call>& calls) {
   if (calls.size() > parallel::kMaxMembers) return fmt::format("more than {} members", parallel::kMaxMembers);
-  std::map<const c10::TensorImpl*, std::string> owners;  // parameter -> "member.name"
+  // parameter -> the member that holds it, and its name there
+  std::map<const c10::TensorImpl*, std::pair<const Call*, std::string>> owners;
   for (const auto& call : calls) {
     if (call.node->inputs().size() != 2 || !call.node->input(1)->type()->cast<c10::TensorType>() ||
         call.node->outputs().size() != 1 || !call.node->output()->type()->cast<c10::TensorType>()) {
       return fmt::format("{}.forward does not take one tensor and return one tensor", call.path);
     }
     for (const auto& p : call.module.named_parameters()) {
-      const auto [it, fresh] = owners.emplace(p.value.unsafeGetTensorImpl(), call.path + "." + p.name);
-      if (!fresh) {
-        return fmt::format("{}.{} and {} are one tensor: the members share a parameter", call.path, p.name, it->second);
+      const auto [it, fresh] = owners.emplace(p.value.unsafeGetTensorImpl(), std::make_pair(&call, p.name));
+      // One member's weight under two names (tied) is one stacked weight;
+      // a weight of two members would have to be one for both.
+      if (!fresh && it->second.first != &call) {
+        return fmt::format("{}.{} and {}.{} are one tensor: the members share a parameter", call.path, p.name,
+                           it->second.first->path, it->second.second);
       }
     }
   }
@@ -118,7 +123,7 @@ void setTensor(Module module, const std::string& name, const at::Tensor& value) 
 // Member b's parameters and buffers become views of slice b of the fused
 // module's stacked tensors, detached: they follow training (and a saved
 // module's members hold the trained values), while the trainable
-// parameters are the stacked ones alone.
+// parameters are the stacked ones alone. A tied weight stays one view.
 void mirrorMembers(const std::vector<Call>& calls, const Module& fused) {
   std::map<std::string, at::Tensor> stacked;
   for (const auto& p : fused.named_parameters()) stacked[p.name] = p.value;
@@ -127,8 +132,25 @@ void mirrorMembers(const std::vector<Call>& calls, const Module& fused) {
     std::vector<std::string> names;
     for (const auto& p : calls[b].module.named_parameters()) names.push_back(p.name);
     for (const auto& buf : calls[b].module.named_buffers()) names.push_back(buf.name);
+    std::map<std::string, at::Tensor> own;
+    for (auto& slot : tensorSlots(calls[b].module)) own[slot.name] = std::move(slot.tensor);
+    std::map<const c10::TensorImpl*, at::Tensor> views;  // the member's own tensor -> its slice of the stacked one
     for (const auto& name : names) {
-      setTensor(calls[b].module, name, stacked.at(name).detach().select(0, static_cast<int64_t>(b)));
+      auto [it, fresh] = views.emplace(own.at(name).unsafeGetTensorImpl(), at::Tensor());
+      if (fresh) it->second = stacked.at(name).detach().select(0, static_cast<int64_t>(b));
+      setTensor(calls[b].module, name, it->second);
+    }
+    // Lists of its parameters (nn.LSTM's _flat_weights) hold the slices too.
+    for (const auto& sub : calls[b].module.modules()) {
+      for (size_t slot = 0; slot < sub.type()->numAttributes(); ++slot) {
+        const auto value = sub._ivalue()->getSlot(slot);
+        if (!value.isTensorList()) continue;
+        auto list = value.toTensorList();
+        for (size_t e = 0; e < list.size(); ++e) {
+          const auto it = views.find(list.get(e).unsafeGetTensorImpl());
+          if (it != views.end()) list.set(e, it->second);
+        }
+      }
     }
   }
 }

@@ -8,6 +8,7 @@
 
 #include "passes/hfta/hfta.h"
 #include "passes/ir/diagnostics.h"
+#include "passes/ir/tensor_slots.h"
 
 namespace hfta {
 namespace {
@@ -252,6 +253,19 @@ void verifyModulePair(const torch::jit::Module& tmpl, const torch::jit::Module& 
         fail(fmt::format("`{}` is {} in one and {} in the other", qualified, ivalueText(tv), ivalueText(mv)),
              "Fused members must have the same layer sizes and dtypes");
       }
+    } else if (tv.isTensorList() && mv.isTensorList()) {
+      const auto x = tv.toTensorList(), y = mv.toTensorList();
+      if (x.size() != y.size()) {
+        fail(fmt::format("list `{}` holds {} tensors in one and {} in the other", qualified, x.size(), y.size()),
+             kSameCodeHint);
+      }
+      for (size_t e = 0; e < x.size(); ++e) {
+        const at::Tensor a = x.get(e), b = y.get(e);
+        if (a.sizes() != b.sizes() || a.scalar_type() != b.scalar_type()) {
+          fail(fmt::format("`{}[{}]` is {} in one and {} in the other", qualified, e, ivalueText(a), ivalueText(b)),
+               "Fused members must have the same layer sizes and dtypes");
+        }
+      }
     } else if (tv.isTensor() != mv.isTensor() || tv.isModule() != mv.isModule() || !(tv == mv)) {
       const std::string fix = name == "training"
                                   ? "Put every member in the same mode (all .train() or all .eval()) before saving"
@@ -262,6 +276,29 @@ void verifyModulePair(const torch::jit::Module& tmpl, const torch::jit::Module& 
   }
 }
 
+// A tensor held under several names (a tied weight) is one tensor in the
+// fused module: every member must tie the same names.
+void verifyTiesMatch(const torch::jit::Module& tmpl, const torch::jit::Module& member, const std::string& tmpl_name,
+                     const std::string& member_name) {
+  const auto tmpl_ties = tiedSlots(tensorSlots(tmpl)), member_ties = tiedSlots(tensorSlots(member));
+  auto tiedTo = [](const std::map<std::string, std::string>& ties, const std::string& name) {
+    const auto it = ties.find(name);
+    return it == ties.end() ? name : it->second;
+  };
+  for (const auto& slot : tensorSlots(tmpl)) {
+    const auto in_tmpl = tiedTo(tmpl_ties, slot.name), in_member = tiedTo(member_ties, slot.name);
+    if (in_tmpl == in_member) continue;
+    // Name the pair that is one tensor in one model and two in the other.
+    const bool tied_in_tmpl = in_tmpl != slot.name;
+    const auto& other = tied_in_tmpl ? in_tmpl : in_member;
+    throw UserError(fmt::format(
+        "{} does not match {}: `{}` and `{}` are one tensor (tied) in {} and two tensors in {}. Tie the same "
+        "weights in every member (e.g. head.weight = embedding.weight in each) before scripting them.",
+        member_name, tmpl_name, other, slot.name, tied_in_tmpl ? tmpl_name : member_name,
+        tied_in_tmpl ? member_name : tmpl_name));
+  }
+}
+
 }  // namespace
 
 void verifyGraphsInLockstep(const std::vector<MemberGraph>& members) { GraphLockstep(members).run(); }
@@ -269,6 +306,7 @@ void verifyGraphsInLockstep(const std::vector<MemberGraph>& members) { GraphLock
 void verifyModulesInLockstep(const std::vector<torch::jit::Module>& modules, const std::vector<std::string>& names) {
   for (size_t b = 1; b < modules.size(); ++b) {
     verifyModulePair(modules[0], modules[b], "", names[0], names[b]);
+    verifyTiesMatch(modules[0], modules[b], names[0], names[b]);
   }
 }
 

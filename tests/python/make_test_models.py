@@ -7,10 +7,17 @@ Writes into OUT_DIR:
                             parameters and buffers after 20 SGD steps (5 for
                             the examples/vision.py networks), each member
                             trained alone with torch.optim.SGD
+  <rule kind>_<b>.pt        the rule families of rule_models.py (group and
+  <rule kind>_reference.pt  instance norm, upsampling, 3-D conv and pooling,
+                            expand_as, stochastic depth), float64
+  stochastic_depth_p25_<b>.pt, random_draws_<b>.pt  random ops drawing, for
+                            the statistics tests (no reference: each member
+                            draws its own numbers)
   mismatch/*.pt             members that must not fuse, one file per defect
   not_a_model.pt            a text file with a .pt name
   optim_reference.pt        Adadelta and the LR schedulers, per member alone
                             (make_optim_references.py)
+  lstm_*, gru_*, rnn_*      the recurrent families (make_recurrent_models.py)
   lm_tiny_*, bert_tiny_*,    the Transformer families (make_text_models.py), with
   mha_*, encoder_*, ...     Adadelta + StepLR and AdamW trajectories besides SGD
   ensemble_<case>.pt        ensembles of examples/ensemble.py in one module,
@@ -28,6 +35,8 @@ import mlp  # noqa: E402
 import cnn  # noqa: E402  (registers the CNN families with mlp.MODELS)
 import vision  # noqa: E402  (and the published CNNs)
 import make_optim_references  # noqa: E402
+import make_recurrent_models  # noqa: E402
+import rule_models  # noqa: E402  (registers the rule families with mlp.MODELS)
 import make_text_models  # noqa: E402
 import ensemble  # noqa: E402
 
@@ -45,7 +54,8 @@ SGD_SETTINGS = [
 # well-conditioned (reference() checks both).
 GENTLE = {"pointnet"}
 GENTLE_SETTINGS = [dict(s, lr=s["lr"] / 10) for s in SGD_SETTINGS]
-IN_SHAPES = {"mlp": (4, 4), "wide": (16,), "fallback": (16,), **cnn.INPUT_SHAPES, **vision.INPUT_SHAPES}
+IN_SHAPES = {"mlp": (4, 4), "wide": (16,), "fallback": (16,), **cnn.INPUT_SHAPES, **vision.INPUT_SHAPES,
+             **rule_models.INPUT_SHAPES}
 # The published CNNs at small widths (the architecture is what the tests
 # check), 5 steps, batch 4; PointNet's dropout off (a mask differs from
 # PyTorch's draw), as for the other families. In float64: these deep
@@ -62,6 +72,11 @@ VISION = {"resnet18": dict(width=0.125), "mobilenet_v2": dict(width=0.125),
 # the tolerance that follows from it stays near 1e-9 (tests/test_support.h).
 VISION_STEPS = {"resnet18": 5, "mobilenet_v2": 3, "pointnet_cls": 2, "pointnet_seg": 2, "dcgan_g": 5, "dcgan_d": 5}
 VISION_BATCH = 4
+# The rule families (rule_models.py), in float64 for the same reason, with
+# the steps of SGD each trains for (batch 4). stochastic_depth is the p = 0
+# network: its forward in training mode is deterministic, so it can match
+# PyTorch's; with p > 0 the statistics tests check it.
+RULE_STEPS = {"encdec": 5, "resample1d": 5, "conv3d": 3, "expand_as": 10, "stochastic_depth": 5}
 
 
 def first(output):
@@ -78,6 +93,8 @@ def loss_of(output, target):
 def make_inputs(kind, shape, gen, dtype):
     """Members' batches [*shape, ...]: the Transformer families' own (token
     ids or sequences), random normal samples for the others."""
+    if kind in make_recurrent_models.FAMILIES:
+        return make_recurrent_models.make_inputs(make_recurrent_models.FAMILIES[kind][1], shape, gen, dtype)
     if kind in make_text_models.FAMILIES:
         return make_text_models.make_inputs(make_text_models.FAMILIES[kind][2], shape, gen, dtype)
     return torch.randn(shape + IN_SHAPES[kind], generator=gen, dtype=dtype)
@@ -241,7 +258,7 @@ def save_ensembles(out_dir):
     for name, own_inputs, kind in (("mlp_averaged_b5", False, "mlp"), ("lenet_stacked_b3", True, "lenet"),
                                    ("mlp_averaged_b8", False, "mlp"), ("lenet_stacked_b8", True, "lenet"),
                                    ("shared_parameter", False, "mlp"), ("uneven", False, "scale"),
-                                   ("two_heads_summed_b3", False, "mlp")):
+                                   ("two_heads_summed_b3", False, "mlp"), ("tied_averaged_b3", False, "tied")):
         module = cases[name]
         torch.jit.save(torch.jit.script(module), os.path.join(out_dir, f"ensemble_{name}.pt"))
         gen = torch.Generator().manual_seed(3)
@@ -279,7 +296,15 @@ def main(out_dir):
         torch.save(reference(kind, paths, seed=1, settings=SGD_SETTINGS, steps=VISION_STEPS[kind],
                              batch=VISION_BATCH),
                    os.path.join(out_dir, f"{kind}_reference.pt"))
+    for kind, steps in RULE_STEPS.items():
+        paths = mlp.save_members(out_dir, kind, MEMBERS, first_seed=40, dtype=torch.float64)
+        torch.save(reference(kind, paths, seed=41, settings=SGD_SETTINGS, steps=steps, batch=VISION_BATCH),
+                   os.path.join(out_dir, f"{kind}_reference.pt"))
+    mlp.save_members(out_dir, "stochastic_depth", MEMBERS, first_seed=40, prefix="stochastic_depth_p25",
+                     dtype=torch.float64, p=0.25)
+    mlp.save_members(out_dir, "random_draws", MEMBERS, first_seed=40, dtype=torch.float64)
     make_text_models.main(out_dir, reference, loss_of, SGD_SETTINGS)
+    make_recurrent_models.main(out_dir, reference, SGD_SETTINGS)
     mlp.save_members(out_dir, "digits", 1, prefix="digits")  # a plain model for hfta_train's runs
     save_ensembles(out_dir)
     # One member diverges (a huge learning rate); the others must not notice.

@@ -159,6 +159,7 @@ FAMILIES = {
     # name: (builder, dtype, input kind)
     "lm_tiny": (lambda: text.MODELS["lm_tiny"](), torch.float64, "tokens"),
     "lm_tiny_f32": (lambda: text.MODELS["lm_tiny"](), torch.float32, "tokens"),
+    "lm_tiny_tied": (lambda: text.MODELS["lm_tiny_tied"](), torch.float64, "tokens"),
     "bert_tiny": (lambda: text.MODELS["bert_tiny"](), torch.float64, "padded_tokens"),
     "bert_tiny_f32": (lambda: text.MODELS["bert_tiny"](), torch.float32, "padded_tokens"),
     "mha_weights_padding_causal": (lambda: Attention(True, True, True, "float"), torch.float64, "floats"),

@@ -32,7 +32,7 @@ class FusedModuleInPython(unittest.TestCase):
         torch.ops.load_library(ARGS.runtime)
         cls.tmp = tempfile.mkdtemp()
         cls.fused_path = {}
-        for kind in ("mlp", "wide", "dropout"):
+        for kind in ("mlp", "wide", "dropout", "encdec", "stochastic_depth_p25"):
             out = os.path.join(cls.tmp, f"{kind}_fused.pt")
             run(ARGS.fuse, *member_paths(kind), "-o", out)
             cls.fused_path[kind] = out
@@ -97,6 +97,43 @@ class FusedModuleInPython(unittest.TestCase):
         out = subprocess.run([sys.executable, "-c", check], check=True, capture_output=True, text=True)
         expected = fused(x)[1].sum().item()
         self.assertAlmostEqual(float(out.stdout.strip()), expected, places=4)
+
+    def test_rule_families_train_in_python_and_split_back(self):
+        """Group and instance norm (running statistics), upsampling and a
+        transposed convolution (encdec), and stochastic depth's per-member
+        noise (p = 0.25), in float64: the fused module answers as each member
+        in eval mode, trains with torch.optim.SGD, and hfta-split gives each
+        member back with its trained weights and statistics."""
+        torch.manual_seed(0)
+        for kind, shape in (("encdec", (3, 20, 20)), ("stochastic_depth_p25", (3, 17, 17))):
+            fused = torch.jit.load(self.fused_path[kind])
+            members = [torch.jit.load(p).eval() for p in member_paths(kind)]
+            x = torch.randn(MEMBERS, 4, *shape, dtype=torch.float64)
+            fused.eval()
+            with torch.no_grad():
+                for b, m in enumerate(members):
+                    # float64: a grouped convolution sums in another order
+                    # than the member's, ~1e-15 relative; 1e-10 leaves margin.
+                    torch.testing.assert_close(fused(x)[b], m(x[b]), atol=1e-10, rtol=1e-10)
+            fused.train()
+            opt = torch.optim.SGD(fused.parameters(), lr=0.01)
+            for _ in range(2):
+                opt.zero_grad()
+                fused(x).square().flatten(1).mean(dim=1).sum().backward()
+                opt.step()
+            trained = os.path.join(self.tmp, f"{kind}_trained.pt")
+            fused.save(trained)
+            fused.eval()
+            for b in range(MEMBERS):
+                member_path = os.path.join(self.tmp, f"{kind}_member{b}.pt")
+                run(ARGS.split, trained, "--index", str(b), "-o", member_path)
+                member = torch.jit.load(member_path).eval()
+                state = member.state_dict()
+                self.assertEqual(sorted(state), sorted(fused.state_dict()))
+                for name, t in fused.state_dict().items():
+                    torch.testing.assert_close(state[name], t[b], atol=0, rtol=0, msg=f"{kind} {name}")
+                with torch.no_grad():
+                    torch.testing.assert_close(member(x[b]), fused(x)[b], atol=1e-10, rtol=1e-10)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 """hfta-train on text against the loop a PyTorch user writes: 3 members of
-the word language model and of BERT (examples/text.py, tiny sizes), fused by
+the word language model (also with tied weights, and the LSTM one) and of
+BERT (examples/text.py, tiny sizes), fused by
 hfta-fuse and trained by hfta-train on a small corpus in WikiText-2's format
 (next-word and masked-word data), and each member trained alone in plain
 PyTorch on the same sequences in the same order, give the same per-epoch
@@ -192,6 +193,10 @@ def main():
         assert (streams["valid"] == 2).sum() == 1, "zebra should read <unk>"
         fused = check_case(args, tmp, corpus, "lm_tiny", "wikitext", next_word(streams["train"]),
                            next_word(streams["valid"]))
+        # Tied decoder and embedding: one parameter, stepped once by hfta-train's optimizer;
+        # and the LSTM language model, its recurrence fused.
+        for kind in ("lm_tiny_tied", "lstm_lm_tiny"):
+            check_case(args, tmp, corpus, kind, "wikitext", next_word(streams["train"]), next_word(streams["valid"]))
         gen = torch.Generator().manual_seed(SEED)
         mlm_train = masked_words(streams["train"], vocabulary, gen)
         mlm_valid = masked_words(streams["valid"], vocabulary, gen)

@@ -43,9 +43,10 @@ RuleResult fuseIsNone(RuleContext& ctx) {
   return RuleResult::fused();
 }
 
-// The Tensor inside an Optional[Tensor] array is that array.
+// The Tensor inside an Optional[Tensor] array is that array (likewise a
+// tuple inside an Optional[Tuple[...]]).
 RuleResult fuseUncheckedCast(RuleContext& ctx) {
-  if (!isPerMemberTensor(ctx.kind(0)) || !isTensorLike(ctx.node()->output()->type())) {
+  if (!isPerMemberTensor(ctx.kind(0)) || !containsTensor(ctx.node()->output()->type())) {
     return RuleResult::decline("casts a value that is not a per-member tensor");
   }
   auto* copy = ctx.insertCopy({{0, ctx.array(0)}});

@@ -2,6 +2,8 @@
 // reads and writes the channel-folded layout [N, B*C, *]. A shared input is
 // passed as it is: one dense convolution with B*C_out channels reads it.
 //
+// 1-D, 2-D and 3-D alike: the hfta:: ops take any number of spatial dims.
+//
 //   %y = aten::conv2d(%x, %w, %b, %stride, %pad, %dil, %groups)
 //     ->  %y = hfta::conv(%x_folded, %w, %b, %stride, %pad, %dil, %groups)   # Folded
 #include "passes/fuse/rules/rules.h"
@@ -73,11 +75,17 @@ std::vector<RuleEntry> convRules() {
       {"aten::conv2d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=[1, 1], SymInt[2] padding=[0, "
        "0], SymInt[2] dilation=[1, 1], SymInt groups=1) -> Tensor",
        "conv", fuseConv},
+      {"aten::conv3d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=[1, 1, 1], SymInt[3] "
+       "padding=[0, 0, 0], SymInt[3] dilation=[1, 1, 1], SymInt groups=1) -> Tensor",
+       "conv", fuseConv},
       {"aten::conv1d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=[1], str "
        "padding=\"valid\", SymInt[1] dilation=[1], SymInt groups=1) -> Tensor",
        "conv", fuseConvPadding},
       {"aten::conv2d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=[1, 1], str "
        "padding=\"valid\", SymInt[2] dilation=[1, 1], SymInt groups=1) -> Tensor",
+       "conv", fuseConvPadding},
+      {"aten::conv3d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=[1, 1, 1], str "
+       "padding=\"valid\", SymInt[3] dilation=[1, 1, 1], SymInt groups=1) -> Tensor",
        "conv", fuseConvPadding},
       {"aten::conv_transpose1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=[1], SymInt[1] "
        "padding=[0], SymInt[1] output_padding=[0], SymInt groups=1, SymInt[1] dilation=[1]) -> Tensor",
@@ -85,6 +93,10 @@ std::vector<RuleEntry> convRules() {
       {"aten::conv_transpose2d.input(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=[1, 1], "
        "SymInt[2] padding=[0, 0], SymInt[2] output_padding=[0, 0], SymInt groups=1, SymInt[2] dilation=[1, 1]) -> "
        "Tensor",
+       "conv", fuseConvTranspose},
+      {"aten::conv_transpose3d.input(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=[1, 1, 1], "
+       "SymInt[3] padding=[0, 0, 0], SymInt[3] output_padding=[0, 0, 0], SymInt groups=1, SymInt[3] dilation=[1, 1, "
+       "1]) -> Tensor",
        "conv", fuseConvTranspose},
       {"aten::convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] "
        "dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor",

@@ -31,6 +31,19 @@ RuleResult fuseBinary(RuleContext& ctx) {
   return RuleResult::fused();
 }
 
+// x.new_zeros(size) and its kin read only x's dtype and device, the same
+// in every member (and in any layout): one tensor serves all members.
+//
+//   %t = aten::new_zeros(%x, %size, ...)  ->  %t = aten::new_zeros(%x, %size, ...)   # Uniform
+RuleResult fuseNewTensor(RuleContext& ctx) {
+  if (ctx.kind(0) == ValueKind::PerMember) return RuleResult::decline("the tensor is not one value");
+  if (!ctx.uniformFrom(1)) return RuleResult::decline("the size or fill value differs per member");
+  ctx.bindOutput(0, ctx.insertCopy({})->output(), ValueKind::Uniform);
+  return RuleResult::fused();
+}
+
+}  // namespace
+
 // self.op_(other): self must already be per-member (it is written). A
 // folded self with a member-leading other is written through its Array
 // view, and stays folded.
@@ -53,8 +66,6 @@ RuleResult fuseBinaryInPlace(RuleContext& ctx) {
   }
   return RuleResult::fused();
 }
-
-}  // namespace
 
 RuleResult fusePerElement(RuleContext& ctx) {
   if (!ctx.uniformFrom(1)) return RuleResult::decline("a scalar argument differs per member");
@@ -181,6 +192,21 @@ std::vector<RuleEntry> elementwiseRules() {
       {"aten::ones_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? "
        "pin_memory=None, MemoryFormat? memory_format=None) -> Tensor",
        kFamily, fusePerElement},
+      {"aten::empty_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? "
+       "pin_memory=None, MemoryFormat? memory_format=None) -> Tensor",
+       kFamily, fusePerElement},
+      {"aten::new_empty(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? "
+       "device=None, bool? pin_memory=None) -> Tensor",
+       kFamily, fuseNewTensor},
+      {"aten::new_zeros(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? "
+       "device=None, bool? pin_memory=None) -> Tensor",
+       kFamily, fuseNewTensor},
+      {"aten::new_ones(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? "
+       "device=None, bool? pin_memory=None) -> Tensor",
+       kFamily, fuseNewTensor},
+      {"aten::new_full(Tensor self, SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, "
+       "Device? device=None, bool? pin_memory=None) -> Tensor",
+       kFamily, fuseNewTensor},
       {"aten::full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? "
        "device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor",
        kFamily, fusePerElement},
@@ -199,7 +225,10 @@ std::vector<RuleEntry> elementwiseRules() {
       {"aten::exp(Tensor self) -> Tensor", kFamily, fusePerElement},
       {"aten::add_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)", kFamily,
        fusePerElementInPlace},
+      {"aten::sub_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)", kFamily,
+       fusePerElementInPlace},
       {"aten::mul_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)", kFamily, fusePerElementInPlace},
+      {"aten::div_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)", kFamily, fusePerElementInPlace},
       // Arithmetic between tensors.
       {"aten::add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor", kFamily, fuseBinary},
       {"aten::sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor", kFamily, fuseBinary},

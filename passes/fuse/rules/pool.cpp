@@ -1,6 +1,6 @@
-// Ops that treat every (sample, channel) alone — pooling, padding, channel
-// dropout — run as they are on a channel-folded value [N, B*C, *] and keep
-// it folded. A member-leading value [B, N, ...] instead runs with the
+// Ops that treat every (sample, channel) alone — pooling (1-D, 2-D, 3-D),
+// padding, channel dropout — run as they are on a channel-folded value
+// [N, B*C, *] and keep it folded. A member-leading value [B, N, ...] instead runs with the
 // members folded into the batch dim: viewed [B*N, ...], the op, then
 // unfolded. Either way channel dropout draws a mask per (sample, member,
 // channel).
@@ -27,6 +27,8 @@ RuleResult fuseMembersInBatch(RuleContext& ctx) {
   return RuleResult::fused();
 }
 
+}  // namespace
+
 RuleResult fuseChannelwise(RuleContext& ctx) {
   if (!ctx.uniformFrom(1)) return RuleResult::decline("an argument differs per member");
   if (ctx.kind(0) == ValueKind::Folded) {
@@ -35,6 +37,8 @@ RuleResult fuseChannelwise(RuleContext& ctx) {
   }
   return fuseMembersInBatch(ctx);
 }
+
+namespace {
 
 // Padding modes other than "constant" pad the spatial dims only; a constant
 // pad may reach the channel dim, so it runs member-leading.
@@ -70,15 +74,30 @@ std::vector<RuleEntry> poolRules() {
       {"aten::max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] "
        "dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)",
        kFamily, fuseChannelwise},
+      {"aten::max_pool1d_with_indices(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=[0], int[1] "
+       "dilation=[1], bool ceil_mode=False) -> (Tensor, Tensor)",
+       kFamily, fuseChannelwise},
+      {"aten::max_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] dilation=1, bool "
+       "ceil_mode=False) -> Tensor",
+       kFamily, fuseChannelwise},
+      {"aten::max_pool3d_with_indices(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] "
+       "dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)",
+       kFamily, fuseChannelwise},
       {"aten::avg_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=[0], bool ceil_mode=False, "
        "bool count_include_pad=True) -> Tensor",
        kFamily, fuseChannelwise},
       {"aten::avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, "
        "bool count_include_pad=True, int? divisor_override=None) -> Tensor",
        kFamily, fuseChannelwise},
+      {"aten::avg_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, bool ceil_mode=False, "
+       "bool count_include_pad=True, int? divisor_override=None) -> Tensor",
+       kFamily, fuseChannelwise},
       {"aten::adaptive_avg_pool1d(Tensor self, int[1] output_size) -> Tensor", kFamily, fuseChannelwise},
       {"aten::adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor", kFamily, fuseChannelwise},
+      {"aten::adaptive_avg_pool3d(Tensor self, SymInt[3] output_size) -> Tensor", kFamily, fuseChannelwise},
+      {"aten::adaptive_max_pool1d(Tensor self, int[1] output_size) -> (Tensor, Tensor)", kFamily, fuseChannelwise},
       {"aten::adaptive_max_pool2d(Tensor self, int[2] output_size) -> (Tensor, Tensor)", kFamily, fuseChannelwise},
+      {"aten::adaptive_max_pool3d(Tensor self, int[3] output_size) -> (Tensor, Tensor)", kFamily, fuseChannelwise},
       {"aten::pad(Tensor self, SymInt[] pad, str mode=\"constant\", float? value=None) -> Tensor", kFamily, fusePad},
       {"aten::feature_dropout(Tensor input, float p, bool train) -> Tensor", kFamily, fuseChannelwise},
       {"aten::feature_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)", kFamily,

@@ -26,6 +26,15 @@ struct RuleEntry {
 // also requires input 0 to be per-member already.
 RuleResult fusePerElement(RuleContext& ctx);
 RuleResult fusePerElementInPlace(RuleContext& ctx);
+// A binary op in place, self.op_(other, scalars...): self must be
+// per-member; other is lined up with self's member dims (hfta::align).
+RuleResult fuseBinaryInPlace(RuleContext& ctx);
+
+// (rules/pool.cpp) An op that treats every (sample, channel) alone: input
+// 0 the tensor, the rest uniform settings. It runs on a channel-folded value
+// as it is, and on a member-leading one with the members folded into the
+// batch dim.
+RuleResult fuseChannelwise(RuleContext& ctx);
 
 // The rule for `node`, matched by its full schema, or nullptr.
 const RuleEntry* findRule(const torch::jit::Node* node);

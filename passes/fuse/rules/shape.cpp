@@ -154,16 +154,42 @@ RuleResult fuseSizeOfDim(RuleContext& ctx) {
   return RuleResult::fused();
 }
 
+// A member's sizes (a uniform int list) of the tensor at input i.
+torch::jit::Value* memberSizes(RuleContext& ctx, size_t i) {
+  switch (ctx.kind(i)) {
+    case ValueKind::Uniform:
+      return ctx.insert(c10::aten::size, {ctx.uniform(i)});
+    case ValueKind::Folded:
+      return ctx.insert(c10::Symbol::fromQualString("hfta::folded_member_sizes"),
+                        {ctx.input(i).value, ctx.arraySize()});
+    default:
+      break;
+  }
+  auto* sizes = ctx.insert(c10::aten::size, {ctx.array(i)});
+  auto* none = ctx.graph().insertConstant(c10::IValue());
+  return ctx.insert(c10::aten::slice, {sizes, 1, none, 1});
+}
+
 RuleResult fuseSizes(RuleContext& ctx) {
-  if (ctx.kind(0) == ValueKind::Folded) {
-    ctx.bindOutput(
-        0, ctx.insert(c10::Symbol::fromQualString("hfta::folded_member_sizes"), {ctx.input(0).value, ctx.arraySize()}),
-        ValueKind::Uniform);
+  ctx.bindOutput(0, memberSizes(ctx, 0), ValueKind::Uniform);
+  return RuleResult::fused();
+}
+
+// expand_as(self, other): self expanded to other's member sizes. A shared
+// self expands alike in every member and stays shared.
+//
+//   %y = aten::expand_as(%x, %o)  ->  %s = <o's member sizes>
+//                                     %y = hfta::expand(%x, %s, %false)    # x Array
+//                                     %y = aten::expand(%x, %s)            # x Uniform
+RuleResult fuseExpandAs(RuleContext& ctx) {
+  auto* sizes = memberSizes(ctx, 1);
+  if (ctx.kind(0) == ValueKind::Uniform) {
+    ctx.bindOutput(0, ctx.insert(c10::aten::expand, {ctx.uniform(0), sizes}), ValueKind::Uniform);
     return RuleResult::fused();
   }
-  auto* sizes = ctx.insert(c10::aten::size, {ctx.array(0)});
-  auto* none = ctx.graph().insertConstant(c10::IValue());
-  ctx.bindOutput(0, ctx.insert(c10::aten::slice, {sizes, 1, none, 1}), ValueKind::Uniform);
+  auto* no_implicit = ctx.graph().insertConstant(false);
+  ctx.bindOutput(0, ctx.insert(c10::Symbol::fromQualString("hfta::expand"), {ctx.array(0), sizes, no_implicit}),
+                 ValueKind::Array);
   return RuleResult::fused();
 }
 
@@ -227,6 +253,7 @@ std::vector<RuleEntry> shapeRules() {
       {"aten::permute(Tensor(a) self, int[] dims) -> Tensor(a)", kFamily, fusePermute},
       {"aten::select.int(Tensor(a) self, int dim, SymInt index) -> Tensor(a)", kFamily, fuseWithDims<1>},
       {"aten::expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)", kFamily, fuseExpand},
+      {"aten::expand_as(Tensor(a) self, Tensor other) -> Tensor(a)", kFamily, fuseExpandAs},
       {"aten::slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> "
        "Tensor(a)",
        kFamily, fuseWithDims<1>},
