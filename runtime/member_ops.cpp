@@ -52,6 +52,47 @@ at::Tensor repeat(const at::Tensor& array, at::IntArrayRef repeats) {
   return array.reshape(shape).repeat(stacked);
 }
 
+at::Tensor index(const at::Tensor& array, const c10::List<std::optional<at::Tensor>>& indices, bool shared_indices) {
+  const int64_t members = array.size(0);
+  std::vector<std::optional<at::Tensor>> own;  // each index as the members' [B, ...]
+  bool gather = !indices.empty();
+  int64_t rank = 0;
+  for (const std::optional<at::Tensor> index : indices) {
+    if (!index.has_value() || !index->defined()) {
+      gather = false;
+      own.emplace_back();
+      continue;
+    }
+    own.push_back(shared_indices ? broadcast_to_members(*index, members) : *index);
+    const auto type = own.back()->scalar_type();
+    gather = gather && (type == at::kLong || type == at::kInt);
+    rank = std::max(rank, own.back()->dim());
+  }
+  if (gather) {
+    // Member b's indices pick from member b's slice: the member index goes
+    // first, and the indices' member dims line up behind it.
+    std::vector<int64_t> shape(rank, 1);
+    shape[0] = members;
+    c10::List<std::optional<at::Tensor>> all;
+    all.push_back(at::arange(members, array.options().dtype(at::kLong)).view(shape));
+    for (auto& index : own) {
+      auto aligned = *index;
+      while (aligned.dim() < rank) aligned = aligned.unsqueeze(1);
+      all.push_back(aligned);
+    }
+    return at::index(array, all);
+  }
+  // Masks and skipped dims (None) place their results by rules of their
+  // own: each member alone.
+  std::vector<at::Tensor> results;
+  for (int64_t b = 0; b < members; ++b) {
+    c10::List<std::optional<at::Tensor>> mine;
+    for (const auto& index : own) mine.push_back(index ? std::optional<at::Tensor>(index->select(0, b)) : std::nullopt);
+    results.push_back(at::index(array.select(0, b), mine));
+  }
+  return at::stack(results);
+}
+
 std::vector<int64_t> folded_member_sizes(const at::Tensor& folded, int64_t array_size) {
   auto sizes = folded.sizes().vec();
   TORCH_CHECK(sizes.size() >= 2, "hfta::folded_member_sizes: expected [N, B*C, ...], got ", folded.sizes());

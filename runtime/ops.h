@@ -153,6 +153,11 @@ std::vector<int64_t> folded_member_sizes(const at::Tensor& folded, int64_t array
 at::Tensor broadcast_to_members(const at::Tensor& self, int64_t array_size);
 // Tensor.repeat per member (repeats may add leading member dims).
 at::Tensor repeat(const at::Tensor& array, at::IntArrayRef repeats);
+// x[indices] per member (aten::index): the indices are the members' [B, ...]
+// or, with shared_indices, one member's, the same for all. Integer indices
+// gather in one at::index call with the member index in front; masks and
+// None (skipped dims) run member by member.
+at::Tensor index(const at::Tensor& array, const c10::List<std::optional<at::Tensor>>& indices, bool shared_indices);
 // A non-negative member dim moves one to the right; a negative one stays.
 int64_t stacked_dim(int64_t dim);
 std::vector<int64_t> stacked_dims(std::vector<int64_t> dims);

@@ -33,6 +33,7 @@ TORCH_LIBRARY(hfta, m) {
   m.def("fold_channels(Tensor array, int array_size) -> Tensor");
   m.def("unfold_channels(Tensor(a) folded, int array_size) -> Tensor(a)");
   m.def("repeat(Tensor array, int[] repeats) -> Tensor");
+  m.def("index(Tensor array, Tensor?[] indices, bool shared_indices) -> Tensor");
   m.def("prelu(Tensor self, Tensor weight) -> Tensor");
   m.def("align(Tensor(a) self, Tensor other) -> Tensor(a)");
   m.def("broadcast_to_members(Tensor(a) self, int array_size) -> Tensor(a)");
@@ -110,6 +111,7 @@ TORCH_LIBRARY_IMPL(hfta, CompositeImplicitAutograd, m) {
   m.impl("fold_channels", hfta::ops::fold_channels);
   m.impl("unfold_channels", hfta::ops::unfold_channels);
   m.impl("repeat", hfta::ops::repeat);
+  m.impl("index", hfta::ops::index);
   m.impl("prelu", hfta::ops::prelu);
   m.impl("align", hfta::ops::align);
   m.impl("broadcast_to_members", hfta::ops::broadcast_to_members);

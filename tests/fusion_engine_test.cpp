@@ -207,5 +207,56 @@ graph(%x : Tensor, %w : Tensor, %shared : Tensor):
   }
 }
 
+// x[indices] (aten::index, Swin's and MaxViT's relative position bias):
+// per-member integer indices of two ranks gather in one call, shared
+// indices too; a mask and a skipped dim (None) run member by member.
+TEST(FusionEngine, AdvancedIndexingPicksFromEachMembersOwnSlice) {
+  const auto member = parse(R"IR(
+graph(%table : Tensor, %i : Tensor, %j : Tensor, %shared : Tensor, %mask : Tensor):
+  %none : NoneType = prim::Constant()
+  %by_own : Tensor?[] = prim::ListConstruct(%i)
+  %a : Tensor = aten::index(%table, %by_own)
+  %by_two : Tensor?[] = prim::ListConstruct(%i, %j)
+  %b : Tensor = aten::index(%table, %by_two)
+  %by_shared : Tensor?[] = prim::ListConstruct(%shared)
+  %c : Tensor = aten::index(%table, %by_shared)
+  %by_mask : Tensor?[] = prim::ListConstruct(%mask)
+  %d : Tensor = aten::index(%table, %by_mask)
+  %skip : Tensor?[] = prim::ListConstruct(%none, %j)
+  %e : Tensor = aten::index(%table, %skip)
+  %out : (Tensor, Tensor, Tensor, Tensor, Tensor) = prim::TupleConstruct(%a, %b, %c, %d, %e)
+  return (%out)
+)IR");
+  FusionReport report;
+  const std::vector<ValueKind> kinds{ValueKind::Array, ValueKind::Array, ValueKind::Array, ValueKind::Uniform,
+                                     ValueKind::Array};
+  const auto fused = fuseMemberGraph(*member, 3, kinds, report);
+  EXPECT_TRUE(report.fallbacks.empty()) << report.text();
+  const auto table = torch::randn({3, 7, 3}, torch::TensorOptions().dtype(torch::kFloat64)).requires_grad_();
+  const auto i = torch::randint(0, 7, {3, 4});
+  const auto j = torch::randint(0, 3, {3, 2, 4});
+  const auto shared = torch::randint(0, 7, {5});
+  // The same number of rows picked in every member, as stacking needs.
+  auto mask = torch::zeros({3, 7}, torch::kBool);
+  mask.index_put_({0, torch::tensor({0, 2, 5})}, true);
+  mask.index_put_({1, torch::tensor({1, 2, 3})}, true);
+  mask.index_put_({2, torch::tensor({6, 4, 0})}, true);
+  const auto out = run(fused, {table, i, j, shared, mask}).toTuple()->elements();
+  at::Tensor total = torch::zeros({}, table.options());
+  for (const auto& o : out) total = total + o.toTensor().square().sum();
+  total.backward();
+  for (int64_t b = 0; b < 3; ++b) {
+    const auto own = table.detach()[b].clone().requires_grad_();
+    const auto want = run(member, {own, i[b], j[b], shared, mask[b]}).toTuple()->elements();
+    at::Tensor own_total = torch::zeros({}, own.options());
+    for (size_t k = 0; k < want.size(); ++k) {
+      EXPECT_TRUE(allClose(out[k].toTensor()[b], want[k].toTensor(), 0)) << "member " << b << " output " << k;
+      own_total = own_total + want[k].toTensor().square().sum();
+    }
+    own_total.backward();
+    EXPECT_TRUE(allClose(table.grad()[b], own.grad(), 1e-12)) << "member " << b;
+  }
+}
+
 }  // namespace
 }  // namespace hfta

@@ -229,6 +229,19 @@ RuleResult fuseOverDims(RuleContext& ctx) {
   return RuleResult::fused();
 }
 
+// Advanced indexing, x[i, j]: each member picks from its own slice with its
+// own indices (or with indices all members share), in one gather.
+//
+//   %y = aten::index(%table, %indices)  ->  %y = hfta::index(%table, %indices, %shared)
+//        table: [T, H], indices: [i]         table: [B, T, H], i: [B, N] (or [N], shared)
+RuleResult fuseIndex(RuleContext& ctx) {
+  if (ctx.kind(1) == ValueKind::PerMember) return RuleResult::decline("the indices are not one list of tensors");
+  auto* shared = ctx.graph().insertConstant(ctx.kind(1) == ValueKind::Uniform);
+  ctx.bindOutput(0, ctx.insert(c10::Symbol::fromQualString("hfta::index"), {ctx.array(0), ctx.input(1).value, shared}),
+                 ValueKind::Array);
+  return RuleResult::fused();
+}
+
 // dtype, device and friends are the same for the array as for each member.
 RuleResult fuseMemberInvariant(RuleContext& ctx) {
   auto* copy = ctx.insertCopy({{0, ctx.array(0)}});
@@ -254,6 +267,7 @@ std::vector<RuleEntry> shapeRules() {
       {"aten::select.int(Tensor(a) self, int dim, SymInt index) -> Tensor(a)", kFamily, fuseWithDims<1>},
       {"aten::expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)", kFamily, fuseExpand},
       {"aten::expand_as(Tensor(a) self, Tensor other) -> Tensor(a)", kFamily, fuseExpandAs},
+      {"aten::index.Tensor(Tensor self, Tensor?[] indices) -> Tensor", kFamily, fuseIndex},
       {"aten::slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> "
        "Tensor(a)",
        kFamily, fuseWithDims<1>},
