@@ -52,6 +52,47 @@ at::Tensor repeat(const at::Tensor& array, at::IntArrayRef repeats) {
   return array.reshape(shape).repeat(stacked);
 }
 
+at::Tensor index(const at::Tensor& array, const c10::List<std::optional<at::Tensor>>& indices, bool shared_indices) {
+  const int64_t members = array.size(0);
+  std::vector<std::optional<at::Tensor>> own;  // each index as the members' [B, ...]
+  bool gather = !indices.empty();
+  int64_t rank = 0;
+  for (const std::optional<at::Tensor> index : indices) {
+    if (!index.has_value() || !index->defined()) {
+      gather = false;
+      own.emplace_back();
+      continue;
+    }
+    own.push_back(shared_indices ? broadcast_to_members(*index, members) : *index);
+    const auto type = own.back()->scalar_type();
+    gather = gather && (type == at::kLong || type == at::kInt);
+    rank = std::max(rank, own.back()->dim());
+  }
+  if (gather) {
+    // Member b's indices pick from member b's slice: the member index goes
+    // first, and the indices' member dims line up behind it.
+    std::vector<int64_t> shape(rank, 1);
+    shape[0] = members;
+    c10::List<std::optional<at::Tensor>> all;
+    all.push_back(at::arange(members, array.options().dtype(at::kLong)).view(shape));
+    for (auto& index : own) {
+      auto aligned = *index;
+      while (aligned.dim() < rank) aligned = aligned.unsqueeze(1);
+      all.push_back(aligned);
+    }
+    return at::index(array, all);
+  }
+  // Masks and skipped dims (None) place their results by rules of their
+  // own: each member alone.
+  std::vector<at::Tensor> results;
+  for (int64_t b = 0; b < members; ++b) {
+    c10::List<std::optional<at::Tensor>> mine;
+    for (const auto& index : own) mine.push_back(index ? std::optional<at::Tensor>(index->select(0, b)) : std::nullopt);
+    results.push_back(at::index(array.select(0, b), mine));
+  }
+  return at::stack(results);
+}
+
 std::vector<int64_t> folded_member_sizes(const at::Tensor& folded, int64_t array_size) {
   auto sizes = folded.sizes().vec();
   TORCH_CHECK(sizes.size() >= 2, "hfta::folded_member_sizes: expected [N, B*C, ...], got ", folded.sizes());
@@ -76,6 +117,41 @@ std::vector<at::Tensor> member_list(at::TensorList self, int64_t index) {
   out.reserve(self.size());
   for (const auto& t : self) out.push_back(t.select(0, index));
   return out;
+}
+
+c10::List<std::optional<at::Tensor>> member_optional_list(const c10::List<std::optional<at::Tensor>>& self,
+                                                          int64_t index) {
+  c10::List<std::optional<at::Tensor>> out;
+  out.reserve(self.size());
+  for (const std::optional<at::Tensor> t : self) out.push_back(member(t, index));
+  return out;
+}
+
+namespace {
+
+c10::IValue memberOf(const c10::IValue& value, int64_t index) {
+  if (value.isTensor()) return value.toTensor().select(0, index);
+  if (value.isList()) {
+    auto list = value.toList();
+    c10::impl::GenericList out(list.elementType());
+    out.reserve(list.size());
+    for (const c10::IValue& element : list) out.push_back(memberOf(element, index));
+    return out;
+  }
+  if (value.isTuple()) {
+    std::vector<c10::IValue> elements;
+    for (const auto& element : value.toTupleRef().elements()) elements.push_back(memberOf(element, index));
+    return c10::ivalue::Tuple::create(std::move(elements));
+  }
+  return value;  // None and non-tensor leaves: the same in every member
+}
+
+}  // namespace
+
+void member_value(const c10::OperatorHandle& /*op*/, torch::jit::Stack* stack) {
+  const int64_t index = stack->back().toInt();
+  stack->pop_back();
+  stack->back() = memberOf(stack->back(), index);
 }
 
 std::vector<at::Tensor> stack_members_list(const c10::List<c10::List<at::Tensor>>& members) {

@@ -7,6 +7,11 @@
 // ([B, *member_shape]). A "broadcast" tensor holds one member's value viewed
 // as [1, *member_shape]; it stands for B identical members without a copy.
 #include <ATen/ATen.h>
+#include <ATen/core/stack.h>
+
+namespace c10 {
+class OperatorHandle;
+}
 
 namespace hfta::ops {
 
@@ -148,6 +153,11 @@ std::vector<int64_t> folded_member_sizes(const at::Tensor& folded, int64_t array
 at::Tensor broadcast_to_members(const at::Tensor& self, int64_t array_size);
 // Tensor.repeat per member (repeats may add leading member dims).
 at::Tensor repeat(const at::Tensor& array, at::IntArrayRef repeats);
+// x[indices] per member (aten::index): the indices are the members' [B, ...]
+// or, with shared_indices, one member's, the same for all. Integer indices
+// gather in one at::index call with the member index in front; masks and
+// None (skipped dims) run member by member.
+at::Tensor index(const at::Tensor& array, const c10::List<std::optional<at::Tensor>>& indices, bool shared_indices);
 // A non-negative member dim moves one to the right; a negative one stays.
 int64_t stacked_dim(int64_t dim);
 std::vector<int64_t> stacked_dims(std::vector<int64_t> dims);
@@ -155,6 +165,12 @@ std::vector<int64_t> stacked_dims(std::vector<int64_t> dims);
 // Used by the per-member fallback for values that are not plain tensors.
 std::optional<at::Tensor> member(const std::optional<at::Tensor>& self, int64_t index);
 std::vector<at::Tensor> member_list(at::TensorList self, int64_t index);
+c10::List<std::optional<at::Tensor>> member_optional_list(const c10::List<std::optional<at::Tensor>>& self,
+                                                          int64_t index);
+// hfta::member_value(t self, int index) -> t, boxed: member `index` of any
+// other container of arrays (lists of lists, of tuples): every tensor leaf
+// [B, ...] becomes its slice.
+void member_value(const c10::OperatorHandle& op, torch::jit::Stack* stack);
 // A list all members share as the members' list: each tensor viewed [B, ...].
 std::vector<at::Tensor> broadcast_list_to_members(at::TensorList self, int64_t array_size);
 std::vector<at::Tensor> stack_members_list(const c10::List<c10::List<at::Tensor>>& members);

@@ -33,6 +33,7 @@ TORCH_LIBRARY(hfta, m) {
   m.def("fold_channels(Tensor array, int array_size) -> Tensor");
   m.def("unfold_channels(Tensor(a) folded, int array_size) -> Tensor(a)");
   m.def("repeat(Tensor array, int[] repeats) -> Tensor");
+  m.def("index(Tensor array, Tensor?[] indices, bool shared_indices) -> Tensor");
   m.def("prelu(Tensor self, Tensor weight) -> Tensor");
   m.def("align(Tensor(a) self, Tensor other) -> Tensor(a)");
   m.def("broadcast_to_members(Tensor(a) self, int array_size) -> Tensor(a)");
@@ -41,6 +42,8 @@ TORCH_LIBRARY(hfta, m) {
   m.def("stacked_dims(int[] dims) -> int[]", hfta::ops::stacked_dims);
   m.def("member(Tensor(a)? self, int index) -> Tensor(a)?");
   m.def("member_list(Tensor[] self, int index) -> Tensor[]");
+  m.def("member_list.optional(Tensor?[] self, int index) -> Tensor?[]");
+  m.def("member_value(t self, int index) -> t", torch::CppFunction::makeFromBoxedFunction<&hfta::ops::member_value>());
   m.def("broadcast_list_to_members(Tensor[] self, int array_size) -> Tensor[]");
   m.def("stack_members_list(Tensor[][] members) -> Tensor[]");
   m.def("stack_members_optional(Tensor?[] members) -> Tensor?");
@@ -108,11 +111,13 @@ TORCH_LIBRARY_IMPL(hfta, CompositeImplicitAutograd, m) {
   m.impl("fold_channels", hfta::ops::fold_channels);
   m.impl("unfold_channels", hfta::ops::unfold_channels);
   m.impl("repeat", hfta::ops::repeat);
+  m.impl("index", hfta::ops::index);
   m.impl("prelu", hfta::ops::prelu);
   m.impl("align", hfta::ops::align);
   m.impl("broadcast_to_members", hfta::ops::broadcast_to_members);
   m.impl("member", hfta::ops::member);
   m.impl("member_list", hfta::ops::member_list);
+  m.impl("member_list.optional", hfta::ops::member_optional_list);
   m.impl("broadcast_list_to_members", hfta::ops::broadcast_list_to_members);
   m.impl("stack_members_list", hfta::ops::stack_members_list);
   m.impl("stack_members_optional", hfta::ops::stack_members_optional);

@@ -8,11 +8,14 @@
 #   and a project-local virtual environment (.venv) with the pinned torch,
 #   from whose wheel LibTorch is taken, plus cmake, ninja, lit,
 #   scikit-learn (whose 8x8 digits become .data/digits.pt, hfta-train's
-#   default data set) and matplotlib (the demo's plot).
+#   default data set), matplotlib (the demo's plot) and torchvision, the
+#   release made for that torch (its classification models are the zoo
+#   of scripts/zoo_census.sh; no weights are downloaded).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 readonly TORCH_VERSION=2.11.0
+readonly TORCHVISION_VERSION=0.26.0  # the release for torch 2.11.0
 readonly APT_PACKAGES=(g++ make git python3 python3-venv ninja-build libfmt-dev
   libcli11-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev llvm-14-tools clang-format fortunes libgloo-dev)
 
@@ -35,11 +38,15 @@ if [ ! -x .venv/bin/python ]; then
   echo "setup: creating .venv"
   "$PYTHON" -m venv .venv
 fi
-if ! .venv/bin/python -c "import torch, sklearn, matplotlib, sys; sys.exit(torch.__version__.split('+')[0] != '$TORCH_VERSION')" 2>/dev/null \
+if ! .venv/bin/python -c "
+import sys, torch, torchvision, sklearn, matplotlib
+version = lambda m: m.__version__.split('+')[0]
+sys.exit(version(torch) != '$TORCH_VERSION' or version(torchvision) != '$TORCHVISION_VERSION')" 2>/dev/null \
    || [ ! -x .venv/bin/cmake ] || [ ! -x .venv/bin/lit ]; then
-  echo "setup: installing torch==$TORCH_VERSION, cmake, lit, numpy, scikit-learn, matplotlib into .venv"
-  .venv/bin/pip install -q --disable-pip-version-check "torch==$TORCH_VERSION" numpy "cmake>=3.28" lit \
-    scikit-learn matplotlib
+  echo "setup: installing torch==$TORCH_VERSION, torchvision==$TORCHVISION_VERSION, cmake, lit, numpy, scikit-learn," \
+    "matplotlib into .venv"
+  .venv/bin/pip install -q --disable-pip-version-check "torch==$TORCH_VERSION" "torchvision==$TORCHVISION_VERSION" \
+    numpy "cmake>=3.28" lit scikit-learn matplotlib
 fi
 # hfta-train's default data set: scikit-learn's digits, converted once.
 [ -f .data/digits.pt ] || .venv/bin/python scripts/make_digits.py .data/digits.pt

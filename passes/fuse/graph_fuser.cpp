@@ -24,6 +24,7 @@ const c10::Symbol kBroadcastOptionalToMembers = c10::Symbol::fromQualString("hft
 const c10::Symbol kBroadcastListToMembers = c10::Symbol::fromQualString("hfta::broadcast_list_to_members");
 const c10::Symbol kMember = c10::Symbol::fromQualString("hfta::member");
 const c10::Symbol kMemberList = c10::Symbol::fromQualString("hfta::member_list");
+const c10::Symbol kMemberValue = c10::Symbol::fromQualString("hfta::member_value");
 const c10::Symbol kFoldChannels = c10::Symbol::fromQualString("hfta::fold_channels");
 const c10::Symbol kUnfoldChannels = c10::Symbol::fromQualString("hfta::unfold_channels");
 
@@ -325,7 +326,10 @@ Value* GraphFuser::memberValue(const FusedValue& value, int64_t b) {
   if (type->kind() == c10::TypeKind::TensorType) return graph_.insert(c10::aten::select, {v, 0, b});
   if (isTensorLike(type)) return graph_.insert(kMember, {v, b});
   if (type->kind() == c10::TypeKind::ListType && containsTensor(type)) {
-    return graph_.insert(kMemberList, {v, b});
+    // Tensor[] and Tensor?[] (aten::index's indices) have typed ops; a list
+    // of lists or tuples takes the generic one.
+    if (isTensorLike(type->expectRef<c10::ListType>().getElementType())) return graph_.insert(kMemberList, {v, b});
+    return graph_.insert(kMemberValue, {v, b});
   }
   if (type->kind() == c10::TypeKind::TupleType) {
     Node* unpack = graph_.insertNode(graph_.createTupleUnpack(v));

@@ -84,6 +84,22 @@ RuleResult fusePerElementInPlace(RuleContext& ctx) {
   return fusePerElement(ctx);
 }
 
+namespace {
+
+// A clone keeps each element. Channels-last formats name the member's
+// rank, which a folded value has and a member-leading array has not.
+RuleResult fuseClone(RuleContext& ctx) {
+  if (ctx.kind(0) == ValueKind::Array && !ctx.input(1).value->mustBeNone()) {
+    const auto format = torch::jit::constant_as<int64_t>(ctx.input(1).value);
+    const bool any_rank = format && (*format == static_cast<int64_t>(c10::MemoryFormat::Contiguous) ||
+                                     *format == static_cast<int64_t>(c10::MemoryFormat::Preserve));
+    if (!any_rank) return RuleResult::decline("a channels-last clone of a member-leading array");
+  }
+  return fusePerElement(ctx);
+}
+
+}  // namespace
+
 std::vector<RuleEntry> elementwiseRules() {
   constexpr const char* kFamily = "elementwise";
   return {
@@ -113,6 +129,10 @@ std::vector<RuleEntry> elementwiseRules() {
       {"aten::hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor", kFamily, fusePerElement},
       {"aten::hardtanh_(Tensor(a!) self, Scalar min_val=-1, Scalar max_val=1) -> Tensor(a!)", kFamily,
        fusePerElementInPlace},
+      {"aten::clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor", kFamily, fusePerElement},
+      {"aten::clamp_min(Tensor self, Scalar min) -> Tensor", kFamily, fusePerElement},
+      {"aten::zero_(Tensor(a!) self) -> Tensor(a!)", kFamily, fusePerElementInPlace},
+      {"aten::clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor", kFamily, fuseClone},
       {"aten::hardshrink(Tensor self, Scalar lambd=0.5) -> Tensor", kFamily, fusePerElement},
       {"aten::softshrink(Tensor self, Scalar lambd=0.5) -> Tensor", kFamily, fusePerElement},
       {"aten::log_sigmoid(Tensor self) -> Tensor", kFamily, fusePerElement},

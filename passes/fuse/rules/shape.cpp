@@ -214,6 +214,34 @@ RuleResult fuseNumel(RuleContext& ctx) {
   return RuleResult::fused();
 }
 
+// An op over a constant, non-empty list of member dims at input DimsArg
+// (roll's dims, norm's dim); the other inputs uniform. An empty list would
+// mean every dim, the member dim with them, and is left to the fallback.
+//
+//   %y = aten::roll(%x, %shifts, [1, 2])  ->  %y = aten::roll(%x, %shifts, [2, 3])
+template <size_t DimsArg>
+RuleResult fuseOverDims(RuleContext& ctx) {
+  if (!ctx.uniformFrom(1)) return RuleResult::decline("an argument differs per member");
+  const auto dims = constantInts(ctx.input(DimsArg).value);
+  if (!dims || dims->empty()) return RuleResult::decline("the dims are not a constant, non-empty list");
+  if (keepFolded(ctx, {DimsArg})) return RuleResult::fused();
+  ctx.bindOutputsByType(ctx.insertCopy({{0, ctx.array(0)}, {DimsArg, ctx.stackedDims(DimsArg)}}));
+  return RuleResult::fused();
+}
+
+// Advanced indexing, x[i, j]: each member picks from its own slice with its
+// own indices (or with indices all members share), in one gather.
+//
+//   %y = aten::index(%table, %indices)  ->  %y = hfta::index(%table, %indices, %shared)
+//        table: [T, H], indices: [i]         table: [B, T, H], i: [B, N] (or [N], shared)
+RuleResult fuseIndex(RuleContext& ctx) {
+  if (ctx.kind(1) == ValueKind::PerMember) return RuleResult::decline("the indices are not one list of tensors");
+  auto* shared = ctx.graph().insertConstant(ctx.kind(1) == ValueKind::Uniform);
+  ctx.bindOutput(0, ctx.insert(c10::Symbol::fromQualString("hfta::index"), {ctx.array(0), ctx.input(1).value, shared}),
+                 ValueKind::Array);
+  return RuleResult::fused();
+}
+
 // dtype, device and friends are the same for the array as for each member.
 RuleResult fuseMemberInvariant(RuleContext& ctx) {
   auto* copy = ctx.insertCopy({{0, ctx.array(0)}});
@@ -239,6 +267,7 @@ std::vector<RuleEntry> shapeRules() {
       {"aten::select.int(Tensor(a) self, int dim, SymInt index) -> Tensor(a)", kFamily, fuseWithDims<1>},
       {"aten::expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)", kFamily, fuseExpand},
       {"aten::expand_as(Tensor(a) self, Tensor other) -> Tensor(a)", kFamily, fuseExpandAs},
+      {"aten::index.Tensor(Tensor self, Tensor?[] indices) -> Tensor", kFamily, fuseIndex},
       {"aten::slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> "
        "Tensor(a)",
        kFamily, fuseWithDims<1>},
@@ -276,6 +305,11 @@ std::vector<RuleEntry> shapeRules() {
       {"aten::all(Tensor self) -> Tensor", kFamily, fuseFullReduction},
       {"aten::any(Tensor self) -> Tensor", kFamily, fuseFullReduction},
       {"aten::amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor", kFamily, fuseReduction},
+      // F.normalize's norm (Swin V2's cosine attention).
+      {"aten::norm.ScalarOpt_dim(Tensor self, Scalar? p, int[1] dim, bool keepdim=False) -> Tensor", kFamily,
+       fuseOverDims<2>},
+      // Swin's shifted windows.
+      {"aten::roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor", kFamily, fuseOverDims<2>},
       {"aten::max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)", kFamily,
        fuseWithDims<1>},
       {"aten::view(Tensor(a) self, SymInt[] size) -> Tensor(a)", kFamily, fuseWithShape},
