@@ -127,8 +127,20 @@ TEST(RecurrentPacked, RunsPerMemberAndMatches) {
   auto x = at::randn({kMembers, 4, 6, 17}, at::kDouble);
   x.index_put_({0, 1, at::indexing::Slice(3)}, -2.0);  // member 0's second sequence: 3 steps
   x.index_put_({2, 0, at::indexing::Slice(1)}, -2.0);  // member 2's first: 1 step
-  torch::NoGradGuard no_grad;
-  expectSameOutputs(fused.module, members, x, "packed");
+  {
+    torch::NoGradGuard no_grad;
+    expectSameOutputs(fused.module, members, x, "packed");
+  }
+  // Gradients of each member's sum of squares: its own.
+  fused.module.forward({x}).toTensor().pow(2).sum().backward();
+  for (int64_t b = 0; b < kMembers; ++b) {
+    members[b].module.forward({x[b]}).toTensor().pow(2).sum().backward();
+    for (const auto& p : distinctNamedParameters(members[b].module)) {
+      const auto stacked = fused.module.attr("lstm").toModule().attr(p.name.substr(p.name.find('.') + 1)).toTensor();
+      EXPECT_TRUE(allClose(stacked.grad()[b], p.value.grad(), testing::tolerancesFor(at::kDouble).gradient))
+          << p.name << " member " << b;
+    }
+  }
 }
 
 }  // namespace

@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <unordered_set>
+
 #include "passes/ir/diagnostics.h"
 #include "passes/ir/walk.h"
 #include "passes/ir/writes.h"
@@ -43,6 +46,21 @@ void narrowAttributeReads(torch::jit::Block* block, int64_t b) {
   });
 }
 
+// Ops whose outputs' sizes follow the data, so that members' outputs may
+// not stack: a packed sequence's data and batch sizes (each member packs
+// its own lengths), the elements a mask selects.
+bool makesRaggedTensors(const Node* node) {
+  static const std::unordered_set<c10::Symbol> kKinds{c10::Symbol::fromQualString("aten::_pack_padded_sequence"),
+                                                      c10::aten::nonzero, c10::aten::masked_select};
+  return kKinds.count(node->kind()) > 0;
+}
+
+// Ops that give ragged inputs a shape again: a packed sequence padded back
+// (to total_length, or to the longest sequence, which members may share).
+bool padsRaggedTensors(const Node* node) {
+  return node->kind() == c10::Symbol::fromQualString("aten::_pad_packed_sequence");
+}
+
 }  // namespace
 
 void runPerMember(GraphFuser& fuser, Node* node) {
@@ -60,9 +78,17 @@ void runPerMember(GraphFuser& fuser, Node* node) {
     for (auto* block : copy->blocks()) narrowAttributeReads(block, b);
     for (size_t i = 0; i < node->outputs().size(); ++i) outputs[i].push_back(copy->output(i));
   }
+  // Ragged values stay B values (a stack would fail where their sizes
+  // differ), and so does what is computed from them, until an op pads them.
+  const bool reads_ragged =
+      std::any_of(node->inputs().begin(), node->inputs().end(), [&](const Value* v) { return fuser.isRagged(v); });
+  const bool ragged = makesRaggedTensors(node) || (reads_ragged && !padsRaggedTensors(node));
   for (size_t i = 0; i < node->outputs().size(); ++i) {
     const auto& type = node->output(i)->type();
-    if (node->blocks().empty()) {
+    if (ragged && containsTensor(type)) {
+      fuser.bind(node->output(i), {g.insertNode(g.createList(type, outputs[i]))->output(), ValueKind::PerMember});
+      fuser.markRagged(node->output(i));
+    } else if (node->blocks().empty()) {
       fuser.bind(node->output(i), fuser.stackMembers(outputs[i], type));
     } else {
       // Control flow may leave an output without a value in a member that

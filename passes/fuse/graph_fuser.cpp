@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <torch/csrc/jit/passes/dead_code_elimination.h>
 
+#include <algorithm>
+
 #include "passes/fuse/fallback.h"
 #include "passes/fuse/rules/rules.h"
 #include "passes/ir/diagnostics.h"
@@ -148,7 +150,12 @@ void GraphFuser::fuseNode(Node* node) {
     return;
   }
   std::string why;
-  if (const RuleEntry* rule = findRule(node)) {
+  const bool reads_ragged =
+      std::any_of(node->inputs().begin(), node->inputs().end(), [&](const Value* v) { return isRagged(v); });
+  if (reads_ragged) {
+    // No rule may stack what may not stack.
+    why = "reads per-member tensors whose sizes may differ (a packed sequence's data)";
+  } else if (const RuleEntry* rule = findRule(node)) {
     const auto fused_mark = report_.fused.size();
     const auto fallback_mark = report_.fallbacks.size();
     RuleContext context(*this, node);

@@ -24,6 +24,7 @@
 #include <torch/csrc/jit/ir/ir.h>
 
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "passes/hfta/hfta.h"
@@ -80,6 +81,12 @@ class GraphFuser {
   // list.
   FusedValue stackMembers(const std::vector<torch::jit::Value*>& members, const c10::TypePtr& type);
 
+  // Per-member tensors whose sizes may differ between members (a packed
+  // sequence's data): the fallback keeps them, and what it computes from
+  // them, as B values (passes/fuse/fallback.cpp).
+  void markRagged(const torch::jit::Value* tmpl) { ragged_.insert(tmpl); }
+  bool isRagged(const torch::jit::Value* tmpl) const { return ragged_.count(tmpl) > 0; }
+
   // Removes `node` (a rule's attempt that it gave up), and every layout
   // conversion cached inside it.
   void discard(torch::jit::Node* node);
@@ -109,6 +116,7 @@ class GraphFuser {
   // in place.
   std::unordered_map<torch::jit::Value*, torch::jit::Value*> array_views_;
   std::unordered_map<torch::jit::Value*, torch::jit::Value*> folded_copies_;
+  std::unordered_set<const torch::jit::Value*> ragged_;
 };
 
 // Fuses `tmpl` for `array_size` members; input i of the result has kind
