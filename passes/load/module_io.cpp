@@ -95,6 +95,27 @@ void checkTensorsWhole(const torch::jit::Module& module, int64_t index, const st
   }
 }
 
+// LibTorch reads the debug information (the user's Python line behind each
+// line of saved code) on first use, also inside ErrorReport::what(), which
+// cannot throw: damaged debug information would end the process at the
+// first diagnostic. Read here, where it is an error about the file.
+void checkDebugInfoReadable(const torch::jit::Module& module, int64_t index, const std::string& path) {
+  try {
+    for (const auto& named : module.named_modules()) {
+      for (const auto& method : named.value.get_methods()) {
+        forEachNode(method.graph()->block(), [](torch::jit::Node* node) {
+          if (node->sourceRange().source()) node->sourceRange().findSourceRangeThatGenerated();
+        });
+      }
+    }
+  } catch (const std::exception& e) {
+    throw UserError(
+        fmt::format("model {} ({}) is a damaged TorchScript archive: its debug information does not "
+                    "read ({}). Save the model again with torch.jit.save",
+                    index, path, errorSummary(e)));
+  }
+}
+
 }  // namespace
 
 Member loadMember(const std::string& path, int64_t index) {
@@ -107,10 +128,22 @@ Member loadMember(const std::string& path, int64_t index) {
   torch::jit::Module module;
   try {
     module = torch::jit::load(path, torch::kCPU);
-  } catch (const std::exception& e) {  // c10::Error, or the TorchScript compiler's ErrorReport on damaged code
-    throw UserError(fmt::format("model {} ({}) {}. Save models with torch.jit.save(torch.jit.script(model), path).",
-                                index, path, whyNotLoadable(path, e)));
+  } catch (const std::exception&) {
+    // Not read here: the compiler's ErrorReport reads the debug information
+    // in what(), which cannot throw, and that may be what is damaged. The
+    // message comes from loading again without it.
+    try {
+      torch::jit::load(path, torch::kCPU, /*load_debug_files=*/false);
+    } catch (const std::exception& e) {
+      throw UserError(fmt::format("model {} ({}) {}. Save models with torch.jit.save(torch.jit.script(model), path).",
+                                  index, path, whyNotLoadable(path, e)));
+    }
+    throw UserError(
+        fmt::format("model {} ({}) is a damaged TorchScript archive: its debug information does not "
+                    "read. Save the model again with torch.jit.save",
+                    index, path));
   }
+  checkDebugInfoReadable(module, index, path);
   checkTensorsWhole(module, index, path);
   return {module, path};
 }
