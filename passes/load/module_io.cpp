@@ -10,6 +10,7 @@
 #include "passes/hfta/hfta.h"
 #include "passes/ir/diagnostics.h"
 #include "passes/ir/walk.h"
+#include "passes/load/archive_check.h"
 #include "runtime/atomic_file.h"
 
 namespace hfta {
@@ -95,27 +96,6 @@ void checkTensorsWhole(const torch::jit::Module& module, int64_t index, const st
   }
 }
 
-// LibTorch reads the debug information (the user's Python line behind each
-// line of saved code) on first use, also inside ErrorReport::what(), which
-// cannot throw: damaged debug information would end the process at the
-// first diagnostic. Read here, where it is an error about the file.
-void checkDebugInfoReadable(const torch::jit::Module& module, int64_t index, const std::string& path) {
-  try {
-    for (const auto& named : module.named_modules()) {
-      for (const auto& method : named.value.get_methods()) {
-        forEachNode(method.graph()->block(), [](torch::jit::Node* node) {
-          if (node->sourceRange().source()) node->sourceRange().findSourceRangeThatGenerated();
-        });
-      }
-    }
-  } catch (const std::exception& e) {
-    throw UserError(
-        fmt::format("model {} ({}) is a damaged TorchScript archive: its debug information does not "
-                    "read ({}). Save the model again with torch.jit.save",
-                    index, path, errorSummary(e)));
-  }
-}
-
 }  // namespace
 
 Member loadMember(const std::string& path, int64_t index) {
@@ -125,6 +105,7 @@ Member loadMember(const std::string& path, int64_t index) {
         fmt::format("model {} ({}): no such file. Check the path; models are the .pt files written by torch.jit.save.",
                     index, path));
   }
+  checkArchivePickles(path, index);
   torch::jit::Module module;
   try {
     module = torch::jit::load(path, torch::kCPU);
@@ -143,7 +124,6 @@ Member loadMember(const std::string& path, int64_t index) {
                     "read. Save the model again with torch.jit.save",
                     index, path));
   }
-  checkDebugInfoReadable(module, index, path);
   checkTensorsWhole(module, index, path);
   return {module, path};
 }
