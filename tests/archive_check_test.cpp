@@ -1,11 +1,21 @@
-// pickleHazard (passes/load/pickle_scan.h): lengths and memo indices that
-// would make LibTorch's unpickler allocate without bound, found before it
-// reads them; real pickles pass.
-#include "passes/load/pickle_scan.h"
+// The checks of an archive's pickles before LibTorch reads them
+// (passes/load/archive_check.h, pickle_scan.h): lengths and memo indices
+// that would make LibTorch's unpickler allocate without bound are found;
+// what PyTorch writes passes.
+#include "passes/load/archive_check.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <torch/csrc/jit/serialization/pickle.h>
 #include <torch/torch.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "passes/hfta/hfta.h"
+#include "passes/load/pickle_scan.h"
+#include "test_support.h"
 
 namespace {
 
@@ -86,6 +96,23 @@ TEST(PickleScan, TheWalkFollowsArgumentsNotBytes) {
   // string's bytes, they are no hazard.
   const auto bytes = pickleOf(std::string("X\x06\x00\x00\x00r\xff\xff\xff\x7fN", 11));
   EXPECT_EQ(pickleHazard(bytes.data(), bytes.size()), std::nullopt);
+}
+
+// Every archive the test setup scripted from Python (members of every
+// family, Transformers with nn.MultiheadAttention, whose debug information
+// holds ranges past their text) passes, and so does a fused module.
+TEST(ArchiveCheck, WhatPyTorchAndHftaWritePasses) {
+  int checked = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(hfta::testing::modelsDir())) {
+    if (entry.path().extension() != ".pt") continue;
+    EXPECT_NO_THROW(hfta::checkArchivePickles(entry.path().string(), 0)) << entry.path();
+    ++checked;
+  }
+  EXPECT_GT(checked, 50);
+  const auto fused = std::filesystem::temp_directory_path() / fmt::format("archive_check_{}.pt", ::getpid());
+  hfta::saveModule(hfta::fuse(hfta::loadMembers(hfta::testing::memberPaths("bert_tiny"))).module, fused.string());
+  EXPECT_NO_THROW(hfta::checkArchivePickles(fused.string(), 0));
+  std::filesystem::remove(fused);
 }
 
 }  // namespace
