@@ -11,22 +11,22 @@
 #include <fmt/format.h>
 #include <torch/torch.h>
 
-#include "dist/gradient_sum.h"
-#include "dist/world.h"
+#include "distributed/gradient_sum.h"
+#include "distributed/world.h"
 
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "--collectives";
-  const auto world = hfta::dist::worldFromEnvironment();
+  const auto world = hfta::distributed::worldFromEnvironment();
   if (!world || world->size != 2) {
     fmt::print(stderr, "dist_rank_check: run as one of 2 ranks (WORLD_SIZE=2)\n");
     return 2;
   }
-  auto group = hfta::dist::Group::connect(*world, at::kCPU, std::chrono::seconds(60));
+  auto group = hfta::distributed::Group::connect(*world, at::kCPU, std::chrono::seconds(60));
   if (mode == "--leave") {
     if (group.rank() == 1) return 0;
     try {
       group.sumInPlace({torch::ones({4})});
-    } catch (const hfta::dist::CollectiveError& e) {
+    } catch (const hfta::distributed::CollectiveError& e) {
       fmt::print("rank 0: {}\n", e.what());
       return 0;
     }
@@ -38,7 +38,7 @@ int main(int argc, char** argv) {
     // In reverse order (the buckets' order): w2, w1, then the unused one.
     auto unused = torch::zeros({3}, torch::requires_grad());
     auto w1 = torch::ones({4}, torch::requires_grad()), w2 = torch::ones({4}, torch::requires_grad());
-    hfta::dist::OverlappedGradientSum sum(group, {unused, w1, w2}, /*bucket_bytes=*/16);
+    hfta::distributed::OverlappedGradientSum sum(group, {unused, w1, w2}, /*bucket_bytes=*/16);
     sum.begin();
     ((w1 * r).sum() + (w2 * w2 * r).sum()).backward();  // gradients r and 2 r
     const size_t during = sum.started();

@@ -1,4 +1,4 @@
-// hfta::dist: torchrun's environment read as torchrun sets it, and ranks
+// hfta::distributed: torchrun's environment read as torchrun sets it, and ranks
 // that sum and broadcast tensors through c10d's Gloo backend: two processes of
 // dist_rank_check.cpp (fork and exec: a process that has run OpenMP must
 // not go on computing after a bare fork); the parent serves the store, as
@@ -14,7 +14,7 @@
 #include <optional>
 #include <string>
 
-#include "dist/world.h"
+#include "distributed/world.h"
 #include "passes/hfta/hfta.h"
 
 namespace hfta {
@@ -53,7 +53,7 @@ class Environment {
 TEST(WorldFromEnvironment, OneProcessWithoutWorldSize) {
   Environment env;
   env.unset("WORLD_SIZE");
-  EXPECT_FALSE(dist::worldFromEnvironment().has_value());
+  EXPECT_FALSE(distributed::worldFromEnvironment().has_value());
 }
 
 TEST(WorldFromEnvironment, ReadsWhatTorchrunSets) {
@@ -65,7 +65,7 @@ TEST(WorldFromEnvironment, ReadsWhatTorchrunSets) {
   env.set("MASTER_PORT", "29500");
   env.set("TORCHELASTIC_USE_AGENT_STORE", "True");
   env.set("TORCHELASTIC_RESTART_COUNT", "2");
-  const auto world = dist::worldFromEnvironment();
+  const auto world = distributed::worldFromEnvironment();
   ASSERT_TRUE(world.has_value());
   EXPECT_EQ(world->size, 4);
   EXPECT_EQ(world->rank, 3);
@@ -83,14 +83,14 @@ TEST(WorldFromEnvironment, NamesTheVariableThatIsWrong) {
   env.unset("LOCAL_RANK");
   env.set("RANK", "2");  // out of range
   try {
-    dist::worldFromEnvironment();
+    distributed::worldFromEnvironment();
     FAIL() << "no error";
   } catch (const UserError& e) {
     EXPECT_NE(std::string(e.what()).find("RANK=\"2\""), std::string::npos) << e.what();
   }
   env.unset("RANK");
   try {
-    dist::worldFromEnvironment();
+    distributed::worldFromEnvironment();
     FAIL() << "no error";
   } catch (const UserError& e) {
     EXPECT_NE(std::string(e.what()).find("RANK is not"), std::string::npos) << e.what();

@@ -26,7 +26,7 @@
 #include <filesystem>
 #include <sstream>
 
-#include "dist/world.h"
+#include "distributed/world.h"
 #include "passes/hfta/hfta.h"
 #include "runtime/allocator.h"
 #include "tools/tool_main.h"
@@ -199,14 +199,14 @@ int main(int argc, char** argv) {
         config.seeds.push_back(static_cast<uint64_t>(seed));
       }
       // Data parallel: this process is one rank of a group.
-      const auto world = hfta::dist::worldFromEnvironment();
-      std::optional<hfta::dist::Group> group;
+      const auto world = hfta::distributed::worldFromEnvironment();
+      std::optional<hfta::distributed::Group> group;
       if (world) {
         // One GPU per rank of a node: cuda means cuda:LOCAL_RANK.
         if (options.device.is_cuda() && !options.device.has_index()) {
           options.device = hfta::train::deviceByName(fmt::format("cuda:{}", world->local_rank));
         }
-        group = hfta::dist::Group::connect(*world, options.device);
+        group = hfta::distributed::Group::connect(*world, options.device);
         options.group = &*group;
       }
       // Rank 0 reports and writes; the others' reports would repeat it.
@@ -268,7 +268,7 @@ int main(int argc, char** argv) {
             if (show_bar) printBar(epoch_in_flight, done, total);
             return g_stop.load();
           });
-        } catch (const hfta::dist::CollectiveError& e) {
+        } catch (const hfta::distributed::CollectiveError& e) {
           throw UserError(fmt::format(
               "rank {} of {}, epoch {}: {}. {}; restart all ranks with --resume {} (or the same command with "
               "--auto-resume)",
@@ -328,7 +328,7 @@ int main(int argc, char** argv) {
       return 0;
     } catch (const hfta::train::SettingError& e) {
       throw UserError(fmt::format("{}: {}", hfta::tools::flagOf(e.setting()), e.problem()));
-    } catch (const hfta::dist::CollectiveError& e) {  // outside an epoch: starting, or --eval
+    } catch (const hfta::distributed::CollectiveError& e) {  // outside an epoch: starting, or --eval
       throw UserError(fmt::format("{}; restart all ranks", e.what()));
     }
   });

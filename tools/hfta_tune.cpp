@@ -23,8 +23,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "dist/local_ranks.h"
-#include "dist/world.h"
+#include "distributed/local_ranks.h"
+#include "distributed/world.h"
 #include "passes/hfta/hfta.h"
 #include "runtime/allocator.h"
 #include "runtime/atomic_file.h"
@@ -148,7 +148,7 @@ int main(int argc, char** argv) {
       // Workers: torchrun's processes, or --workers N started from here
       // (this process is rank 0). Rank 0 reports and writes; the other
       // workers' reports would repeat it.
-      const auto world = hfta::dist::worldFromEnvironment();
+      const auto world = hfta::distributed::worldFromEnvironment();
       if (workers < 1) throw UserError("--workers must be at least 1");
       const bool lead = !world || world->rank == 0;
       if (!lead && std::freopen("/dev/null", "w", stdout) == nullptr) throw UserError("cannot quiet stdout");
@@ -164,12 +164,12 @@ int main(int argc, char** argv) {
       if (!resume.empty() && !fs::equivalent(resume, options.out, same_ec)) {
         throw UserError(fmt::format("--resume {} and --out {} must be the same folder", resume, options.out));
       }
-      std::unique_ptr<hfta::dist::LocalRanks> local;
-      if (!world && workers > 1) local = std::make_unique<hfta::dist::LocalRanks>(workers, args);
+      std::unique_ptr<hfta::distributed::LocalRanks> local;
+      if (!world && workers > 1) local = std::make_unique<hfta::distributed::LocalRanks>(workers, args);
       const auto place = world ? world : local ? std::optional(local->world()) : std::nullopt;
       std::unique_ptr<hfta::tune::WorkerPool> pool;
       if (place) {
-        pool = std::make_unique<hfta::tune::WorkerPool>(place->rank, place->size, hfta::dist::connectStore(*place));
+        pool = std::make_unique<hfta::tune::WorkerPool>(place->rank, place->size, hfta::distributed::connectStore(*place));
         options.pool = pool.get();
         // One GPU per worker of a node, where there are several.
         auto& device = options.run.options.device;

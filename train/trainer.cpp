@@ -7,8 +7,8 @@
 #include <chrono>
 #include <cmath>
 
-#include "dist/gradient_sum.h"
-#include "dist/world.h"
+#include "distributed/gradient_sum.h"
+#include "distributed/world.h"
 #include "passes/hfta/hfta.h"
 #include "passes/ir/diagnostics.h"
 #include "passes/ir/tensor_slots.h"
@@ -78,7 +78,7 @@ Trainer::Trainer(torch::jit::Module fused, optim::FusedOptimizer& optimizer, Tra
       const Stopwatch stopwatch(communication_seconds_);
       try {
         options_.group->sumInPlace({t});
-      } catch (const dist::CollectiveError& e) {
+      } catch (const distributed::CollectiveError& e) {
         failed_collective_ = e.what();  // TorchScript and autograd wrap it in errors of their own
         throw;
       }
@@ -94,7 +94,7 @@ Trainer::Trainer(torch::jit::Module fused, optim::FusedOptimizer& optimizer, Tra
     }
     for (const auto& b : distinctBuffers(module_)) state.push_back(b);
     options_.group->broadcastInPlace(state);
-    gradient_sum_ = std::make_unique<dist::OverlappedGradientSum>(*options_.group, trained);
+    gradient_sum_ = std::make_unique<distributed::OverlappedGradientSum>(*options_.group, trained);
   }
 }
 
@@ -118,7 +118,7 @@ void Trainer::sumOverRanks(const std::vector<at::Tensor>& tensors) {
 }
 
 void Trainer::rethrowFailedCollective() const {
-  if (!failed_collective_.empty()) throw dist::CollectiveError(failed_collective_);
+  if (!failed_collective_.empty()) throw distributed::CollectiveError(failed_collective_);
 }
 
 void Trainer::shareRankZeroBuffers() {

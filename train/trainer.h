@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "dist/gradient_sum.h"
+#include "distributed/gradient_sum.h"
 #include "runtime/optim/grad_scaler.h"
 #include "runtime/optim/optimizer.h"
 #include "runtime/sync_batch_norm.h"
@@ -54,7 +54,7 @@ struct TrainOptions {
   // their count, and gradients are summed over ranks, so every rank takes
   // the step one process would take on the whole batch. Losses, held-out
   // metrics and a request to stop are agreed by all ranks.
-  dist::Group* group = nullptr;
+  distributed::Group* group = nullptr;
   // With ranks: batch norm normalizes with the whole batch's statistics
   // (--sync-batch-norm). Without it, with each rank's shard's, and the
   // running statistics are rank 0's: each step starts from rank 0's buffers
@@ -174,7 +174,7 @@ class Trainer {
   Progress progress_;
   std::unique_ptr<optim::FusedGradScaler> scaler_;
   std::unique_ptr<ops::SyncBatchNormScope> sync_batch_norm_;
-  std::unique_ptr<dist::OverlappedGradientSum> gradient_sum_;  // data parallel
+  std::unique_ptr<distributed::OverlappedGradientSum> gradient_sum_;  // data parallel
   // Data parallel: a rank asked to stop during the last batch (every rank
   // learns it from that batch's sum of losses); the next batch does not run.
   bool stop_agreed_ = false;

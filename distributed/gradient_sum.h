@@ -8,7 +8,7 @@
 // start in order on every rank (collectives must be issued in the same
 // order everywhere), so a bucket waits for those before it.
 //
-//   dist::OverlappedGradientSum sum(group, params);
+//   distributed::OverlappedGradientSum sum(group, params);
 //   sum.begin();
 //   loss.backward();
 //   sum.finish();  // every gradient is now the sum over the ranks
@@ -17,9 +17,9 @@
 #include <memory>
 #include <vector>
 
-#include "dist/world.h"
+#include "distributed/world.h"
 
-namespace hfta::dist {
+namespace hfta::distributed {
 
 class OverlappedGradientSum {
  public:
@@ -62,4 +62,4 @@ class OverlappedGradientSum {
   std::vector<uintptr_t> hooks_;
 };
 
-}  // namespace hfta::dist
+}  // namespace hfta::distributed

@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "dist/world.h"
+#include "distributed/world.h"
 
-namespace hfta::dist {
+namespace hfta::distributed {
 
 class LocalRanks {
  public:
@@ -53,4 +53,4 @@ class LocalRanks {
   bool interrupted_ = false;
 };
 
-}  // namespace hfta::dist
+}  // namespace hfta::distributed

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-namespace hfta::dist {
+namespace hfta::distributed {
 
 struct World {
   int rank = 0;
@@ -79,4 +79,4 @@ class Group {
   c10::intrusive_ptr<c10d::Backend> backend_;
 };
 
-}  // namespace hfta::dist
+}  // namespace hfta::distributed

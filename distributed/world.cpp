@@ -1,10 +1,10 @@
-#include "dist/world.h"
+#include "distributed/world.h"
 
 #include <fmt/format.h>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
-#ifdef HFTA_DIST_NCCL
+#ifdef HFTA_DISTRIBUTED_NCCL
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
@@ -14,7 +14,7 @@
 #include "passes/hfta/hfta.h"
 #include "passes/ir/diagnostics.h"
 
-namespace hfta::dist {
+namespace hfta::distributed {
 namespace {
 
 std::optional<std::string> variable(const char* name) {
@@ -64,7 +64,7 @@ namespace {
 c10::intrusive_ptr<c10d::Backend> backendFor(const c10::intrusive_ptr<c10d::Store>& store, const World& world,
                                              c10::Device device, std::chrono::milliseconds timeout) {
   if (device.is_cuda()) {
-#ifdef HFTA_DIST_NCCL
+#ifdef HFTA_DISTRIBUTED_NCCL
     auto options = c10d::ProcessGroupNCCL::Options::create();
     options->timeout = timeout;
     return c10::make_intrusive<c10d::ProcessGroupNCCL>(store, world.rank, world.size, options);
@@ -199,4 +199,4 @@ void Group::barrier() {
   }
 }
 
-}  // namespace hfta::dist
+}  // namespace hfta::distributed

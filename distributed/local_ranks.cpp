@@ -1,4 +1,4 @@
-#include "dist/local_ranks.h"
+#include "distributed/local_ranks.h"
 
 #include <fmt/format.h>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
@@ -11,7 +11,7 @@
 
 #include "passes/hfta/hfta.h"
 
-namespace hfta::dist {
+namespace hfta::distributed {
 namespace {
 
 constexpr int kExitInterrupted = 130;
@@ -102,4 +102,4 @@ bool LocalRanks::wait() {
   return !interrupted_;
 }
 
-}  // namespace hfta::dist
+}  // namespace hfta::distributed

@@ -1,9 +1,9 @@
-#include "dist/gradient_sum.h"
+#include "distributed/gradient_sum.h"
 
 #include <torch/csrc/autograd/utils/lambda_post_hook.h>
 #include <torch/csrc/autograd/variable.h>
 
-namespace hfta::dist {
+namespace hfta::distributed {
 
 OverlappedGradientSum::OverlappedGradientSum(Group& group, std::vector<at::Tensor> params, int64_t bucket_bytes)
     : group_(group), params_(std::move(params)), bucket_of_(params_.size()), in_(params_.size(), false) {
@@ -86,4 +86,4 @@ void OverlappedGradientSum::finish() {
   }
 }
 
-}  // namespace hfta::dist
+}  // namespace hfta::distributed
