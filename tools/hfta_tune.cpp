@@ -169,7 +169,8 @@ int main(int argc, char** argv) {
       const auto place = world ? world : local ? std::optional(local->world()) : std::nullopt;
       std::unique_ptr<hfta::tune::WorkerPool> pool;
       if (place) {
-        pool = std::make_unique<hfta::tune::WorkerPool>(place->rank, place->size, hfta::distributed::connectStore(*place));
+        pool =
+            std::make_unique<hfta::tune::WorkerPool>(place->rank, place->size, hfta::distributed::connectStore(*place));
         options.pool = pool.get();
         // One GPU per worker of a node, where there are several.
         auto& device = options.run.options.device;
