@@ -1,4 +1,4 @@
-# Sourced by scripts/tune_bench.sh and scripts/tune_workers_bench.sh, with
+# Sourced by bench/tune_bench.sh and bench/tune_workers_bench.sh, with
 # $out set: sets up, builds hfta-tune, scripts the digits CNN into $out, and
 # defines `run NAME FLAGS...` (the Hyperband search of
 # examples/tune/digits_space.json, eta = 3, seed 1, into $out/NAME; its wall

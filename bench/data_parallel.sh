@@ -9,7 +9,7 @@
 # ratio shows what data parallelism costs here, not what it gains on P
 # devices (docs/distributed.md models that).
 #
-#   scripts/data_parallel.sh [KIND] [WIDTH] [MEMBERS] [RANKS] [LIMIT]
+#   bench/data_parallel.sh [KIND] [WIDTH] [MEMBERS] [RANKS] [LIMIT]
 #
 # KIND: resnet18, mobilenet_v2 (default resnet18), WIDTH its channel
 # multiplier (default 0.5), MEMBERS the array size (default 4), RANKS

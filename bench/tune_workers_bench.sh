@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# hfta-tune over workers against one process: scripts/tune_bench.sh's
+# hfta-tune over workers against one process: bench/tune_bench.sh's
 # Hyperband search (R = 27, eta = 3: 49 trials of the digits CNN, fused in
 # planned arrays), once as one process with every core's threads, once as
 # --workers N processes sharing the cores (N = 2 by default). Prints both
@@ -8,12 +8,12 @@
 # worker times for itself) they round differently, and 27 epochs amplify
 # that: two trials within a fraction of a percent can swap places.
 #
-#   scripts/tune_workers_bench.sh [WORKERS] [OUT]
+#   bench/tune_workers_bench.sh [WORKERS] [OUT]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 workers="${1:-2}"
 out="${2:-out/tune_workers_bench}"
-source scripts/tune_bench_common.sh
+source bench/tune_bench_common.sh
 cores=$(nproc)
 # The array size is measured once (and cached) by a short search first, and
 # the convolutions' forms timed: neither timed run pays for them.

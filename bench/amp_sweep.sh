@@ -6,7 +6,7 @@
 # the ratio of the fused epoch's time to the single model's (HFTA's README:
 # 7.6 s / 6.0 s on a V100).
 #
-#   scripts/amp_sweep.sh [CIFAR10_DIR] [LIMIT] [DEVICE]
+#   bench/amp_sweep.sh [CIFAR10_DIR] [LIMIT] [DEVICE]
 #
 # CIFAR10_DIR holds CIFAR-10's binary version (data_batch_1..5.bin,
 # test_batch.bin); without one, the patterned images the tests use are

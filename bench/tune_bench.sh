@@ -6,12 +6,12 @@
 # (--array-size 1), on the shipped digits. Prints both wall times, their
 # ratio, and each search's best trial.
 #
-#   scripts/tune_bench.sh [OUT] [extra hfta-tune flags]
+#   bench/tune_bench.sh [OUT] [extra hfta-tune flags]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out="${1:-out/tune_bench}"
 shift || true
-source scripts/tune_bench_common.sh
+source bench/tune_bench_common.sh
 fused=$(run fused --max-epochs 27 "$@")
 alone=$(run alone --max-epochs 27 "$@" --array-size 1)
 arrays() { tail -n +2 "$out/$1/arrays.csv" | wc -l; }
