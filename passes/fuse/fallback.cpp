@@ -8,6 +8,7 @@
 #include "passes/ir/diagnostics.h"
 #include "passes/ir/walk.h"
 #include "passes/ir/writes.h"
+#include "runtime/op_kinds.h"
 
 namespace hfta {
 namespace {
@@ -39,9 +40,8 @@ void narrowAttributeReads(torch::jit::Block* block, int64_t b) {
     Value* stacked = read->output();
     const auto kind = stacked->type()->kind();
     Value* member = kind == c10::TypeKind::TensorType ? g.insert(c10::aten::select, {stacked, 0, b})
-                    : kind == c10::TypeKind::ListType
-                        ? g.insert(c10::Symbol::fromQualString("hfta::member_list"), {stacked, b})
-                        : g.insert(c10::Symbol::fromQualString("hfta::member"), {stacked, b});
+                    : kind == c10::TypeKind::ListType ? g.insert(kind::member_list(), {stacked, b})
+                                                      : g.insert(kind::member(), {stacked, b});
     stacked->replaceAllUsesAfterNodeWith(member->node(), member);
   });
 }

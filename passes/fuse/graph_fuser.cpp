@@ -8,8 +8,10 @@
 #include "passes/fuse/fallback.h"
 #include "passes/fuse/rules/rules.h"
 #include "passes/ir/diagnostics.h"
+#include "passes/ir/stack_members.h"
 #include "passes/ir/walk.h"
 #include "passes/ir/writes.h"
+#include "runtime/op_kinds.h"
 
 namespace hfta {
 
@@ -21,19 +23,11 @@ using torch::jit::WithInsertPoint;
 
 namespace {
 
-const c10::Symbol kBroadcastToMembers = c10::Symbol::fromQualString("hfta::broadcast_to_members");
-const c10::Symbol kBroadcastOptionalToMembers = c10::Symbol::fromQualString("hfta::broadcast_optional_to_members");
-const c10::Symbol kBroadcastListToMembers = c10::Symbol::fromQualString("hfta::broadcast_list_to_members");
-const c10::Symbol kMember = c10::Symbol::fromQualString("hfta::member");
-const c10::Symbol kMemberList = c10::Symbol::fromQualString("hfta::member_list");
-const c10::Symbol kMemberValue = c10::Symbol::fromQualString("hfta::member_value");
-const c10::Symbol kFoldChannels = c10::Symbol::fromQualString("hfta::fold_channels");
-const c10::Symbol kUnfoldChannels = c10::Symbol::fromQualString("hfta::unfold_channels");
-
 int64_t countLayoutConversions(Block* block) {
   int64_t count = 0;
-  forEachNode(block,
-              [&](const Node* node) { count += node->kind() == kFoldChannels || node->kind() == kUnfoldChannels; });
+  forEachNode(block, [&](const Node* node) {
+    count += node->kind() == kind::fold_channels() || node->kind() == kind::unfold_channels();
+  });
   return count;
 }
 
@@ -43,12 +37,6 @@ bool isEmptyTensorList(const Node* node) {
 }
 
 }  // namespace
-
-bool isTensorLike(const c10::TypePtr& type) {
-  if (type->kind() == c10::TypeKind::TensorType) return true;
-  auto opt = type->cast<c10::OptionalType>();
-  return opt && opt->getElementType()->kind() == c10::TypeKind::TensorType;
-}
 
 bool isStackedAttribute(const c10::TypePtr& type) {
   if (isTensorLike(type)) return true;
@@ -229,11 +217,11 @@ Value* GraphFuser::toArray(const FusedValue& value) {
   }
   if (value.kind == ValueKind::Folded) {
     if (Value* view = reuse(array_views_, v)) return view;
-    return array_views_[v] = graph_.insert(kUnfoldChannels, {v, array_size_});
+    return array_views_[v] = graph_.insert(kind::unfold_channels(), {v, array_size_});
   }
   const auto& type = v->type();
   if (type->kind() == c10::TypeKind::TensorType) {
-    return graph_.insert(kBroadcastToMembers, {v, array_size_});
+    return graph_.insert(kind::broadcast_to_members(), {v, array_size_});
   }
   if (auto tuple = type->cast<c10::TupleType>(); tuple && containsTensor(type)) {
     Node* unpack = graph_.insertNode(graph_.createTupleUnpack(v));
@@ -242,11 +230,11 @@ Value* GraphFuser::toArray(const FusedValue& value) {
     return graph_.insertNode(graph_.createTuple(elements))->output();
   }
   if (isStackedAttribute(type) && type->kind() == c10::TypeKind::ListType) {
-    return graph_.insert(kBroadcastListToMembers, {v, array_size_});  // List[Tensor]: each element
+    return graph_.insert(kind::broadcast_list_to_members(), {v, array_size_});  // List[Tensor]: each element
   }
   if (isTensorLike(type) && !v->mustBeNone()) {
     // Optional[Tensor]: each member's value, or None in all.
-    return graph_.insert(kBroadcastOptionalToMembers, {v, array_size_});
+    return graph_.insert(kind::broadcast_optional_to_members(), {v, array_size_});
   }
   TORCH_INTERNAL_ASSERT(!containsTensor(type) || type->kind() == c10::TypeKind::OptionalType && v->mustBeNone(),
                         "hfta: cannot broadcast a uniform ", type->annotation_str(), " to members");
@@ -254,42 +242,10 @@ Value* GraphFuser::toArray(const FusedValue& value) {
 }
 
 FusedValue GraphFuser::stackMembers(const std::vector<Value*>& members, const c10::TypePtr& type) {
-  Graph& g = graph_;
-  using c10::TypeKind;
-  if (type->kind() == TypeKind::TensorType) {
-    auto* list = g.insertNode(g.createList(c10::TensorType::get(), members))->output();
-    return {g.insert(c10::aten::stack, {list, 0}), ValueKind::Array};
-  }
-  if (type->kind() == TypeKind::NoneType) return {members[0], ValueKind::Uniform};
-  if (auto opt = type->cast<c10::OptionalType>(); opt && opt->getElementType()->kind() == TypeKind::TensorType) {
-    auto* list = g.insertNode(g.createList(type, members))->output();
-    return {g.insert(c10::Symbol::fromQualString("hfta::stack_members_optional"), {list}), ValueKind::Array};
-  }
-  if (auto list_type = type->cast<c10::ListType>();
-      list_type && list_type->getElementType()->kind() == TypeKind::TensorType) {
-    auto* list = g.insertNode(g.createList(type, members))->output();
-    return {g.insert(c10::Symbol::fromQualString("hfta::stack_members_list"), {list}), ValueKind::Array};
-  }
-  if (auto tuple = type->cast<c10::TupleType>()) {
-    const auto& elements = tuple->elements();
-    const bool all_tensor_like = std::all_of(elements.begin(), elements.end(), [](const auto& t) {
-      return isTensorLike(t) || t->kind() == TypeKind::NoneType;
-    });
-    if (all_tensor_like) {
-      std::vector<std::vector<Value*>> per_element(elements.size());
-      for (auto* m : members) {
-        auto* unpack = g.insertNode(g.createTupleUnpack(m));
-        for (size_t e = 0; e < elements.size(); ++e) per_element[e].push_back(unpack->output(e));
-      }
-      std::vector<Value*> fused;
-      for (size_t e = 0; e < elements.size(); ++e) {
-        fused.push_back(stackMembers(per_element[e], elements[e]).value);
-      }
-      return {g.insertNode(g.createTuple(fused))->output(), ValueKind::Array};
-    }
-  }
+  if (type->kind() == c10::TypeKind::NoneType) return {members[0], ValueKind::Uniform};
+  if (auto stacked = hfta::stackMembers(graph_, members, type)) return {*stacked, ValueKind::Array};
   // Anything else differs per member and stays a list of B values.
-  return {g.insertNode(g.createList(type, members))->output(), ValueKind::PerMember};
+  return {graph_.insertNode(graph_.createList(type, members))->output(), ValueKind::PerMember};
 }
 
 Value* GraphFuser::toArrayOrBroadcast(const FusedValue& value) {
@@ -305,7 +261,7 @@ Value* GraphFuser::toFolded(const FusedValue& value) {
                         "hfta: only a tensor can be channel-folded");
   if (value.kind == ValueKind::Folded) return v;
   if (Value* copy = reuse(folded_copies_, v)) return copy;
-  return folded_copies_[v] = graph_.insert(kFoldChannels, {toArrayOrBroadcast(value), array_size_});
+  return folded_copies_[v] = graph_.insert(kind::fold_channels(), {toArrayOrBroadcast(value), array_size_});
 }
 
 Value* GraphFuser::toPerMember(const FusedValue& value) {
@@ -331,12 +287,13 @@ Value* GraphFuser::memberValue(const FusedValue& value, int64_t b) {
   }
   const auto& type = v->type();
   if (type->kind() == c10::TypeKind::TensorType) return graph_.insert(c10::aten::select, {v, 0, b});
-  if (isTensorLike(type)) return graph_.insert(kMember, {v, b});
+  if (isTensorLike(type)) return graph_.insert(kind::member(), {v, b});
   if (type->kind() == c10::TypeKind::ListType && containsTensor(type)) {
     // Tensor[] and Tensor?[] (aten::index's indices) have typed ops; a list
     // of lists or tuples takes the generic one.
-    if (isTensorLike(type->expectRef<c10::ListType>().getElementType())) return graph_.insert(kMemberList, {v, b});
-    return graph_.insert(kMemberValue, {v, b});
+    if (isTensorLike(type->expectRef<c10::ListType>().getElementType()))
+      return graph_.insert(kind::member_list(), {v, b});
+    return graph_.insert(kind::member_value(), {v, b});
   }
   if (type->kind() == c10::TypeKind::TupleType) {
     Node* unpack = graph_.insertNode(graph_.createTupleUnpack(v));

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "passes/hfta/hfta.h"
+#include "passes/ir/stack_members.h"
 
 namespace hfta {
 
@@ -41,8 +42,6 @@ struct FusedValue {
   ValueKind kind = ValueKind::Uniform;
 };
 
-// True for Tensor and Optional[Tensor]: the types an Array leaf can have.
-bool isTensorLike(const c10::TypePtr& type);
 // True for the attribute types a fused module stacks: Tensor, Optional[Tensor]
 // and List[Tensor] (each element stacked).
 bool isStackedAttribute(const c10::TypePtr& type);

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "runtime/op_kinds.h"
+
 namespace hfta {
 
 using torch::jit::Node;
@@ -44,7 +46,7 @@ Value* RuleContext::stackedDim(size_t i) {
   if (auto constant = torch::jit::constant_as<int64_t>(dim)) {
     return graph().insertConstant(*constant >= 0 ? *constant + 1 : *constant);
   }
-  return insert(c10::Symbol::fromQualString("hfta::stacked_dim"), {dim});
+  return insert(kind::stacked_dim(), {dim});
 }
 
 Value* RuleContext::stackedDims(size_t i) {
@@ -54,7 +56,7 @@ Value* RuleContext::stackedDims(size_t i) {
     for (auto& d : *constant) d = d >= 0 ? d + 1 : d;
     return graph().insertConstant(*constant);
   }
-  return insert(c10::Symbol::fromQualString("hfta::stacked_dims"), {dims});
+  return insert(kind::stacked_dims(), {dims});
 }
 
 Value* RuleContext::stackedShape(size_t i) {

@@ -10,10 +10,12 @@
 #include "passes/fuse/graph_fuser.h"
 #include "passes/hfta/parallel.h"
 #include "passes/ir/diagnostics.h"
+#include "passes/ir/stack_members.h"
 #include "passes/ir/walk.h"
 #include "passes/ir/writes.h"
 #include "passes/parallel/members.h"
 #include "passes/verify/lockstep.h"
+#include "runtime/op_kinds.h"
 
 namespace hfta {
 namespace {
@@ -209,11 +211,7 @@ Value* attribute(Graph& graph, Value* module, const std::vector<std::string>& pa
 // One tensor of the members' tensors; None if they are None (an
 // Optional[Tensor] attribute such as a convolution's bias).
 Value* stackValues(Graph& graph, const std::vector<Value*>& values) {
-  if (values[0]->type()->kind() == c10::TypeKind::TensorType) {
-    return graph.insert(aten::stack, {graph.insertNode(graph.createList(c10::TensorType::get(), values))->output(), 0});
-  }
-  Value* list = graph.insertNode(graph.createList(c10::OptionalType::ofTensor(), values))->output();
-  return graph.insert(c10::Symbol::fromQualString("hfta::stack_members_optional"), {list});
+  return *stackMembers(graph, values, values[0]->type());
 }
 
 // `value` as a Tensor where the guard made sure it is not None.
@@ -239,7 +237,7 @@ Value* insertGuard(Graph& graph, const std::vector<GroupMember>& members, const 
   const auto count = static_cast<int64_t>(members.size());
   auto stackable = [&](const std::vector<Value*>& tensors, bool distinct) {
     Value* list = graph.insertNode(graph.createList(c10::OptionalType::ofTensor(), tensors))->output();
-    return graph.insert(c10::Symbol::fromQualString("hfta::stackable"), {list, count, distinct});
+    return graph.insert(kind::stackable(), {list, count, distinct});
   };
   std::vector<Value*> attributes, inputs;
   for (const auto& values : leaf_values) attributes.insert(attributes.end(), values.begin(), values.end());

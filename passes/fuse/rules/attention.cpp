@@ -22,22 +22,22 @@
 // mask_check=False the encoder would skip that check: the fused graph then
 // stops with a message saying so.
 #include "passes/fuse/rules/rules.h"
+#include "runtime/op_kinds.h"
 
 namespace hfta {
 namespace {
 
-const c10::Symbol kAttention = c10::Symbol::fromQualString("hfta::scaled_dot_product_attention");
-const c10::Symbol kEncoderLayer = c10::Symbol::fromQualString("hfta::transformer_encoder_layer_fwd");
-const c10::Symbol kMultiHeadAttention = c10::Symbol::fromQualString("hfta::native_multi_head_attention");
-
 RuleResult fuseAttention(RuleContext& ctx) {
-  return fuseAsMemberOp(ctx, kAttention, {/*query=*/0, /*key=*/1, /*value=*/2, /*attn_mask=*/3});
+  return fuseAsMemberOp(ctx, kind::scaled_dot_product_attention(),
+                        {/*query=*/0, /*key=*/1, /*value=*/2, /*attn_mask=*/3});
 }
 
-RuleResult fuseEncoderLayer(RuleContext& ctx) { return fuseAsMemberOp(ctx, kEncoderLayer, {/*src=*/0, /*mask=*/18}); }
+RuleResult fuseEncoderLayer(RuleContext& ctx) {
+  return fuseAsMemberOp(ctx, kind::transformer_encoder_layer_fwd(), {/*src=*/0, /*mask=*/18});
+}
 
 RuleResult fuseMultiHeadAttention(RuleContext& ctx) {
-  return fuseAsMemberOp(ctx, kMultiHeadAttention, {/*query=*/0, /*key=*/1, /*value=*/2, /*mask=*/9});
+  return fuseAsMemberOp(ctx, kind::native_multi_head_attention(), {/*query=*/0, /*key=*/1, /*value=*/2, /*mask=*/9});
 }
 
 RuleResult answerNotLeftAligned(RuleContext& ctx) {
@@ -64,25 +64,23 @@ RuleResult keepPadded(RuleContext& ctx) {
 
 }  // namespace
 
-std::vector<RuleEntry> attentionRules() {
-  constexpr const char* kFamily = "attention";
+std::vector<Rule> rules::attention() {
   return {
       {"aten::scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float "
        "dropout_p=0., bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor",
-       kFamily, fuseAttention},
+       fuseAttention},
       {"aten::_transformer_encoder_layer_fwd(Tensor src, int embed_dim, int num_heads, Tensor qkv_weight, Tensor "
        "qkv_bias, Tensor proj_weight, Tensor proj_bias, bool use_gelu, bool norm_first, float eps, Tensor "
        "norm_weight_1, Tensor norm_bias_1, Tensor norm_weight_2, Tensor norm_bias_2, Tensor ffn_weight_1, Tensor "
        "ffn_bias_1, Tensor ffn_weight_2, Tensor ffn_bias_2, Tensor? mask=None, int? mask_type=None) -> Tensor",
-       kFamily, fuseEncoderLayer},
+       fuseEncoderLayer},
       {"aten::_native_multi_head_attention(Tensor query, Tensor key, Tensor value, int embed_dim, int num_head, Tensor "
        "qkv_weight, Tensor qkv_bias, Tensor proj_weight, Tensor proj_bias, Tensor? mask=None, bool need_weights=True, "
        "bool average_attn_weights=True, int? mask_type=None) -> (Tensor, Tensor)",
-       kFamily, fuseMultiHeadAttention},
-      {"aten::_nested_tensor_from_mask_left_aligned(Tensor t, Tensor mask) -> bool", kFamily, answerNotLeftAligned},
-      {"aten::_nested_tensor_from_mask(Tensor t, Tensor mask, bool mask_check=True) -> Tensor", kFamily,
-       refuseNestedTensor},
-      {"aten::to_padded_tensor(Tensor self, float padding, SymInt[]? output_size=None) -> Tensor", kFamily, keepPadded},
+       fuseMultiHeadAttention},
+      {"aten::_nested_tensor_from_mask_left_aligned(Tensor t, Tensor mask) -> bool", answerNotLeftAligned},
+      {"aten::_nested_tensor_from_mask(Tensor t, Tensor mask, bool mask_check=True) -> Tensor", refuseNestedTensor},
+      {"aten::to_padded_tensor(Tensor self, float padding, SymInt[]? output_size=None) -> Tensor", keepPadded},
   };
 }
 

@@ -79,22 +79,21 @@ RuleResult fuseAppend(RuleContext& ctx) {
 
 }  // namespace
 
-std::vector<RuleEntry> containerRules() {
-  constexpr const char* kFamily = "containers";
+std::vector<Rule> rules::containers() {
   return {
-      {"prim::ListConstruct", kFamily, fuseConstruct},
-      {"prim::TupleConstruct", kFamily, fuseConstruct},
-      {"prim::ListUnpack", kFamily, fuseAccess},
-      {"prim::TupleUnpack", kFamily, fuseAccess},
-      {"prim::TupleIndex(Any tup, int i) -> Any", kFamily, fuseAccess},
-      {"aten::__getitem__.t(t[](a) list, int idx) -> t(*)", kFamily, fuseAccess},
-      {"aten::len.t(t[] a) -> int", kFamily, fuseListLength},
-      {"aten::__is__(t1 self, t2 obj) -> bool", kFamily, fuseIsNone},
-      {"aten::__isnot__(t1 self, t2 obj) -> bool", kFamily, fuseIsNone},
-      {"prim::unchecked_cast", kFamily, fuseUncheckedCast},
-      {"aten::cat(Tensor[] tensors, int dim=0) -> Tensor", kFamily, fuseConcat},
-      {"aten::stack(Tensor[] tensors, int dim=0) -> Tensor", kFamily, fuseConcat},
-      {"aten::append.t(t[](a!) self, t(c -> *) el) -> t[](a!)", kFamily, fuseAppend},
+      {"prim::ListConstruct", fuseConstruct},
+      {"prim::TupleConstruct", fuseConstruct},
+      {"prim::ListUnpack", fuseAccess},
+      {"prim::TupleUnpack", fuseAccess},
+      {"prim::TupleIndex(Any tup, int i) -> Any", fuseAccess},
+      {"aten::__getitem__.t(t[](a) list, int idx) -> t(*)", fuseAccess},
+      {"aten::len.t(t[] a) -> int", fuseListLength},
+      {"aten::__is__(t1 self, t2 obj) -> bool", fuseIsNone},
+      {"aten::__isnot__(t1 self, t2 obj) -> bool", fuseIsNone},
+      {"prim::unchecked_cast", fuseUncheckedCast},
+      {"aten::cat(Tensor[] tensors, int dim=0) -> Tensor", fuseConcat},
+      {"aten::stack(Tensor[] tensors, int dim=0) -> Tensor", fuseConcat},
+      {"aten::append.t(t[](a!) self, t(c -> *) el) -> t[](a!)", fuseAppend},
   };
 }
 

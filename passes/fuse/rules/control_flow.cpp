@@ -194,8 +194,6 @@ RuleResult fuseLoop(RuleContext& ctx) {
 
 }  // namespace
 
-std::vector<RuleEntry> controlFlowRules() {
-  return {{"prim::If", "control flow", fuseIf}, {"prim::Loop", "control flow", fuseLoop}};
-}
+std::vector<Rule> rules::control_flow() { return {{"prim::If", fuseIf}, {"prim::Loop", fuseLoop}}; }
 
 }  // namespace hfta

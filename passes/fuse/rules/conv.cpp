@@ -7,13 +7,10 @@
 //   %y = aten::conv2d(%x, %w, %b, %stride, %pad, %dil, %groups)
 //     ->  %y = hfta::conv(%x_folded, %w, %b, %stride, %pad, %dil, %groups)   # Folded
 #include "passes/fuse/rules/rules.h"
+#include "runtime/op_kinds.h"
 
 namespace hfta {
 namespace {
-
-const c10::Symbol kConv = c10::Symbol::fromQualString("hfta::conv");
-const c10::Symbol kConvPadding = c10::Symbol::fromQualString("hfta::conv_padding");
-const c10::Symbol kConvTranspose = c10::Symbol::fromQualString("hfta::conv_transpose");
 
 // The checks every form shares; input 0 is the input, 1 the weight, 2 the
 // bias, the rest settings.
@@ -41,7 +38,7 @@ RuleResult fuseConvolution(RuleContext& ctx, c10::Symbol op) {
   return RuleResult::fused();
 }
 
-RuleResult fuseConv(RuleContext& ctx) { return fuseConvolution(ctx, kConv); }
+RuleResult fuseConv(RuleContext& ctx) { return fuseConvolution(ctx, kind::conv()); }
 
 // aten::convolution and aten::_convolution (what tracing records): input,
 // weight, bias, stride, padding, dilation, transposed, output_padding,
@@ -57,54 +54,54 @@ RuleResult fuseGenericConvolution(RuleContext& ctx) {
   } else {
     args.insert(args.end(), {ctx.uniform(5), ctx.uniform(8)});
   }
-  ctx.bindOutput(0, ctx.insert(*transposed ? kConvTranspose : kConv, args), ValueKind::Folded);
+  ctx.bindOutput(0, ctx.insert(*transposed ? kind::conv_transpose() : kind::conv(), args), ValueKind::Folded);
   return RuleResult::fused();
 }
-RuleResult fuseConvPadding(RuleContext& ctx) { return fuseConvolution(ctx, kConvPadding); }
+RuleResult fuseConvPadding(RuleContext& ctx) { return fuseConvolution(ctx, kind::conv_padding()); }
 // conv_transpose's weight is [in, out/groups, k...]; grouping by member
 // works the same way (see hfta::conv_transpose).
-RuleResult fuseConvTranspose(RuleContext& ctx) { return fuseConvolution(ctx, kConvTranspose); }
+RuleResult fuseConvTranspose(RuleContext& ctx) { return fuseConvolution(ctx, kind::conv_transpose()); }
 
 }  // namespace
 
-std::vector<RuleEntry> convRules() {
+std::vector<Rule> rules::conv() {
   return {
       {"aten::conv1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=[1], SymInt[1] padding=[0], "
        "SymInt[1] dilation=[1], SymInt groups=1) -> Tensor",
-       "conv", fuseConv},
+       fuseConv},
       {"aten::conv2d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=[1, 1], SymInt[2] padding=[0, "
        "0], SymInt[2] dilation=[1, 1], SymInt groups=1) -> Tensor",
-       "conv", fuseConv},
+       fuseConv},
       {"aten::conv3d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=[1, 1, 1], SymInt[3] "
        "padding=[0, 0, 0], SymInt[3] dilation=[1, 1, 1], SymInt groups=1) -> Tensor",
-       "conv", fuseConv},
+       fuseConv},
       {"aten::conv1d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=[1], str "
        "padding=\"valid\", SymInt[1] dilation=[1], SymInt groups=1) -> Tensor",
-       "conv", fuseConvPadding},
+       fuseConvPadding},
       {"aten::conv2d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=[1, 1], str "
        "padding=\"valid\", SymInt[2] dilation=[1, 1], SymInt groups=1) -> Tensor",
-       "conv", fuseConvPadding},
+       fuseConvPadding},
       {"aten::conv3d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=[1, 1, 1], str "
        "padding=\"valid\", SymInt[3] dilation=[1, 1, 1], SymInt groups=1) -> Tensor",
-       "conv", fuseConvPadding},
+       fuseConvPadding},
       {"aten::conv_transpose1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=[1], SymInt[1] "
        "padding=[0], SymInt[1] output_padding=[0], SymInt groups=1, SymInt[1] dilation=[1]) -> Tensor",
-       "conv", fuseConvTranspose},
+       fuseConvTranspose},
       {"aten::conv_transpose2d.input(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=[1, 1], "
        "SymInt[2] padding=[0, 0], SymInt[2] output_padding=[0, 0], SymInt groups=1, SymInt[2] dilation=[1, 1]) -> "
        "Tensor",
-       "conv", fuseConvTranspose},
+       fuseConvTranspose},
       {"aten::conv_transpose3d.input(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=[1, 1, 1], "
        "SymInt[3] padding=[0, 0, 0], SymInt[3] output_padding=[0, 0, 0], SymInt groups=1, SymInt[3] dilation=[1, 1, "
        "1]) -> Tensor",
-       "conv", fuseConvTranspose},
+       fuseConvTranspose},
       {"aten::convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] "
        "dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor",
-       "conv", fuseGenericConvolution},
+       fuseGenericConvolution},
       {"aten::_convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] "
        "dilation, bool transposed, SymInt[] output_padding, SymInt groups, bool benchmark, bool deterministic, bool "
        "cudnn_enabled, bool allow_tf32) -> Tensor",
-       "conv", fuseGenericConvolution},
+       fuseGenericConvolution},
   };
 }
 

@@ -6,10 +6,10 @@
 
 namespace hfta {
 
-std::vector<RuleEntry> dropoutRules() {
+std::vector<Rule> rules::dropout() {
   return {
-      {"aten::dropout(Tensor input, float p, bool train) -> Tensor", "dropout", fusePerElement},
-      {"aten::dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)", "dropout", fusePerElementInPlace},
+      {"aten::dropout(Tensor input, float p, bool train) -> Tensor", fusePerElement},
+      {"aten::dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)", fusePerElementInPlace},
   };
 }
 

@@ -9,11 +9,10 @@
 //        x: [N, F], bias: [F]                %c = hfta::align(%bias, %x)   # [B, 1, F]
 //                                            %z = aten::add(%a, %c, %alpha)
 #include "passes/fuse/rules/rules.h"
+#include "runtime/op_kinds.h"
 
 namespace hfta {
 namespace {
-
-const c10::Symbol kAlign = c10::Symbol::fromQualString("hfta::align");
 
 bool bothFolded(const RuleContext& ctx) { return ctx.kind(0) == ValueKind::Folded && ctx.kind(1) == ValueKind::Folded; }
 
@@ -25,8 +24,8 @@ RuleResult fuseBinary(RuleContext& ctx) {
   }
   auto* a = ctx.arrayOrBroadcast(0);
   auto* b = ctx.arrayOrBroadcast(1);
-  auto* aligned_a = ctx.insert(kAlign, {a, b});
-  auto* aligned_b = ctx.insert(kAlign, {b, a});
+  auto* aligned_a = ctx.insert(kind::align(), {a, b});
+  auto* aligned_b = ctx.insert(kind::align(), {b, a});
   ctx.bindOutputsByType(ctx.insertCopy({{0, aligned_a}, {1, aligned_b}}));
   return RuleResult::fused();
 }
@@ -57,7 +56,7 @@ RuleResult fuseBinaryInPlace(RuleContext& ctx) {
     return RuleResult::fused();
   }
   auto* self = ctx.array(0);
-  auto* other = ctx.insert(kAlign, {ctx.arrayOrBroadcast(1), self});
+  auto* other = ctx.insert(kind::align(), {ctx.arrayOrBroadcast(1), self});
   auto* copy = ctx.insertCopy({{0, self}, {1, other}});
   if (ctx.kind(0) == ValueKind::Folded) {
     ctx.bindOutput(0, ctx.input(0).value, ValueKind::Folded);
@@ -100,144 +99,136 @@ RuleResult fuseClone(RuleContext& ctx) {
 
 }  // namespace
 
-std::vector<RuleEntry> elementwiseRules() {
-  constexpr const char* kFamily = "elementwise";
+std::vector<Rule> rules::elementwise() {
   return {
       // Activations.
-      {"aten::relu(Tensor self) -> Tensor", kFamily, fusePerElement},
-      {"aten::relu_(Tensor(a!) self) -> Tensor(a!)", kFamily, fusePerElementInPlace},
-      {"aten::gelu(Tensor self, *, str approximate=\"none\") -> Tensor", kFamily, fusePerElement},
-      {"aten::tanh(Tensor self) -> Tensor", kFamily, fusePerElement},
-      {"aten::tanh_(Tensor(a!) self) -> Tensor(a!)", kFamily, fusePerElementInPlace},
-      {"aten::sigmoid(Tensor self) -> Tensor", kFamily, fusePerElement},
-      {"aten::sigmoid_(Tensor(a!) self) -> Tensor(a!)", kFamily, fusePerElementInPlace},
-      {"aten::silu(Tensor self) -> Tensor", kFamily, fusePerElement},
-      {"aten::silu_(Tensor(a!) self) -> Tensor(a!)", kFamily, fusePerElementInPlace},
-      {"aten::leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor", kFamily, fusePerElement},
-      {"aten::leaky_relu_(Tensor(a!) self, Scalar negative_slope=0.01) -> Tensor(a!)", kFamily, fusePerElementInPlace},
-      {"aten::softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor", kFamily, fusePerElement},
-      {"aten::elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor", kFamily,
-       fusePerElement},
-      {"aten::elu_(Tensor(a!) self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor(a!)", kFamily,
+      {"aten::relu(Tensor self) -> Tensor", fusePerElement},
+      {"aten::relu_(Tensor(a!) self) -> Tensor(a!)", fusePerElementInPlace},
+      {"aten::gelu(Tensor self, *, str approximate=\"none\") -> Tensor", fusePerElement},
+      {"aten::tanh(Tensor self) -> Tensor", fusePerElement},
+      {"aten::tanh_(Tensor(a!) self) -> Tensor(a!)", fusePerElementInPlace},
+      {"aten::sigmoid(Tensor self) -> Tensor", fusePerElement},
+      {"aten::sigmoid_(Tensor(a!) self) -> Tensor(a!)", fusePerElementInPlace},
+      {"aten::silu(Tensor self) -> Tensor", fusePerElement},
+      {"aten::silu_(Tensor(a!) self) -> Tensor(a!)", fusePerElementInPlace},
+      {"aten::leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor", fusePerElement},
+      {"aten::leaky_relu_(Tensor(a!) self, Scalar negative_slope=0.01) -> Tensor(a!)", fusePerElementInPlace},
+      {"aten::softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor", fusePerElement},
+      {"aten::elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor", fusePerElement},
+      {"aten::elu_(Tensor(a!) self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor(a!)",
        fusePerElementInPlace},
-      {"aten::relu6(Tensor self) -> Tensor", kFamily, fusePerElement},
-      {"aten::relu6_(Tensor(a!) self) -> Tensor(a!)", kFamily, fusePerElementInPlace},
-      {"aten::hardswish(Tensor self) -> Tensor", kFamily, fusePerElement},
-      {"aten::hardswish_(Tensor(a!) self) -> Tensor(a!)", kFamily, fusePerElementInPlace},
-      {"aten::hardsigmoid(Tensor self) -> Tensor", kFamily, fusePerElement},
-      {"aten::hardsigmoid_(Tensor(a!) self) -> Tensor(a!)", kFamily, fusePerElementInPlace},
-      {"aten::hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor", kFamily, fusePerElement},
-      {"aten::hardtanh_(Tensor(a!) self, Scalar min_val=-1, Scalar max_val=1) -> Tensor(a!)", kFamily,
-       fusePerElementInPlace},
-      {"aten::clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor", kFamily, fusePerElement},
-      {"aten::clamp_min(Tensor self, Scalar min) -> Tensor", kFamily, fusePerElement},
-      {"aten::zero_(Tensor(a!) self) -> Tensor(a!)", kFamily, fusePerElementInPlace},
-      {"aten::clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor", kFamily, fuseClone},
-      {"aten::hardshrink(Tensor self, Scalar lambd=0.5) -> Tensor", kFamily, fusePerElement},
-      {"aten::softshrink(Tensor self, Scalar lambd=0.5) -> Tensor", kFamily, fusePerElement},
-      {"aten::log_sigmoid(Tensor self) -> Tensor", kFamily, fusePerElement},
+      {"aten::relu6(Tensor self) -> Tensor", fusePerElement},
+      {"aten::relu6_(Tensor(a!) self) -> Tensor(a!)", fusePerElementInPlace},
+      {"aten::hardswish(Tensor self) -> Tensor", fusePerElement},
+      {"aten::hardswish_(Tensor(a!) self) -> Tensor(a!)", fusePerElementInPlace},
+      {"aten::hardsigmoid(Tensor self) -> Tensor", fusePerElement},
+      {"aten::hardsigmoid_(Tensor(a!) self) -> Tensor(a!)", fusePerElementInPlace},
+      {"aten::hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor", fusePerElement},
+      {"aten::hardtanh_(Tensor(a!) self, Scalar min_val=-1, Scalar max_val=1) -> Tensor(a!)", fusePerElementInPlace},
+      {"aten::clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor", fusePerElement},
+      {"aten::clamp_min(Tensor self, Scalar min) -> Tensor", fusePerElement},
+      {"aten::zero_(Tensor(a!) self) -> Tensor(a!)", fusePerElementInPlace},
+      {"aten::clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor", fuseClone},
+      {"aten::hardshrink(Tensor self, Scalar lambd=0.5) -> Tensor", fusePerElement},
+      {"aten::softshrink(Tensor self, Scalar lambd=0.5) -> Tensor", fusePerElement},
+      {"aten::log_sigmoid(Tensor self) -> Tensor", fusePerElement},
       // In training, rrelu draws a slope per element: each member its own.
       {"aten::rrelu(Tensor self, Scalar lower=0.125, Scalar upper=0.3333333333333333, bool training=False, "
        "Generator? generator=None) -> Tensor",
-       kFamily, fusePerElement},
+       fusePerElement},
       {"aten::rrelu_(Tensor(a!) self, Scalar lower=0.125, Scalar upper=0.3333333333333333, bool training=False, "
        "Generator? generator=None) -> Tensor(a!)",
-       kFamily, fusePerElementInPlace},
-      {"aten::selu(Tensor self) -> Tensor", kFamily, fusePerElement},
-      {"aten::selu_(Tensor(a!) self) -> Tensor(a!)", kFamily, fusePerElementInPlace},
-      {"aten::celu(Tensor self, Scalar alpha=1.) -> Tensor", kFamily, fusePerElement},
-      {"aten::celu_(Tensor(a!) self, Scalar alpha=1.) -> Tensor(a!)", kFamily, fusePerElementInPlace},
-      {"aten::mish(Tensor self) -> Tensor", kFamily, fusePerElement},
-      {"aten::mish_(Tensor(a!) self) -> Tensor(a!)", kFamily, fusePerElementInPlace},
-      {"aten::threshold(Tensor self, Scalar threshold, Scalar value) -> Tensor", kFamily, fusePerElement},
-      {"aten::threshold_(Tensor(a!) self, Scalar threshold, Scalar value) -> Tensor(a!)", kFamily,
        fusePerElementInPlace},
+      {"aten::selu(Tensor self) -> Tensor", fusePerElement},
+      {"aten::selu_(Tensor(a!) self) -> Tensor(a!)", fusePerElementInPlace},
+      {"aten::celu(Tensor self, Scalar alpha=1.) -> Tensor", fusePerElement},
+      {"aten::celu_(Tensor(a!) self, Scalar alpha=1.) -> Tensor(a!)", fusePerElementInPlace},
+      {"aten::mish(Tensor self) -> Tensor", fusePerElement},
+      {"aten::mish_(Tensor(a!) self) -> Tensor(a!)", fusePerElementInPlace},
+      {"aten::threshold(Tensor self, Scalar threshold, Scalar value) -> Tensor", fusePerElement},
+      {"aten::threshold_(Tensor(a!) self, Scalar threshold, Scalar value) -> Tensor(a!)", fusePerElementInPlace},
       // Math.
-      {"aten::abs(Tensor self) -> Tensor", kFamily, fusePerElement},
-      {"aten::sqrt(Tensor self) -> Tensor", kFamily, fusePerElement},
-      {"aten::rsqrt(Tensor self) -> Tensor", kFamily, fusePerElement},
-      {"aten::erf(Tensor self) -> Tensor", kFamily, fusePerElement},
-      {"aten::log(Tensor self) -> Tensor", kFamily, fusePerElement},
-      {"aten::square(Tensor self) -> Tensor", kFamily, fusePerElement},
+      {"aten::abs(Tensor self) -> Tensor", fusePerElement},
+      {"aten::sqrt(Tensor self) -> Tensor", fusePerElement},
+      {"aten::rsqrt(Tensor self) -> Tensor", fusePerElement},
+      {"aten::erf(Tensor self) -> Tensor", fusePerElement},
+      {"aten::log(Tensor self) -> Tensor", fusePerElement},
+      {"aten::square(Tensor self) -> Tensor", fusePerElement},
       // Comparisons and masks.
-      {"aten::eq.Scalar(Tensor self, Scalar other) -> Tensor", kFamily, fusePerElement},
-      {"aten::ne.Scalar(Tensor self, Scalar other) -> Tensor", kFamily, fusePerElement},
-      {"aten::lt.Scalar(Tensor self, Scalar other) -> Tensor", kFamily, fusePerElement},
-      {"aten::le.Scalar(Tensor self, Scalar other) -> Tensor", kFamily, fusePerElement},
-      {"aten::gt.Scalar(Tensor self, Scalar other) -> Tensor", kFamily, fusePerElement},
-      {"aten::ge.Scalar(Tensor self, Scalar other) -> Tensor", kFamily, fusePerElement},
-      {"aten::eq.Tensor(Tensor self, Tensor other) -> Tensor", kFamily, fuseBinary},
-      {"aten::ne.Tensor(Tensor self, Tensor other) -> Tensor", kFamily, fuseBinary},
-      {"aten::lt.Tensor(Tensor self, Tensor other) -> Tensor", kFamily, fuseBinary},
-      {"aten::le.Tensor(Tensor self, Tensor other) -> Tensor", kFamily, fuseBinary},
-      {"aten::gt.Tensor(Tensor self, Tensor other) -> Tensor", kFamily, fuseBinary},
-      {"aten::ge.Tensor(Tensor self, Tensor other) -> Tensor", kFamily, fuseBinary},
-      {"aten::logical_not(Tensor self) -> Tensor", kFamily, fusePerElement},
-      {"aten::logical_and(Tensor self, Tensor other) -> Tensor", kFamily, fuseBinary},
-      {"aten::logical_or(Tensor self, Tensor other) -> Tensor", kFamily, fuseBinary},
-      {"aten::__and__.Tensor(Tensor self, Tensor other) -> Tensor", kFamily, fuseBinary},
-      {"aten::__or__.Tensor(Tensor self, Tensor other) -> Tensor", kFamily, fuseBinary},
+      {"aten::eq.Scalar(Tensor self, Scalar other) -> Tensor", fusePerElement},
+      {"aten::ne.Scalar(Tensor self, Scalar other) -> Tensor", fusePerElement},
+      {"aten::lt.Scalar(Tensor self, Scalar other) -> Tensor", fusePerElement},
+      {"aten::le.Scalar(Tensor self, Scalar other) -> Tensor", fusePerElement},
+      {"aten::gt.Scalar(Tensor self, Scalar other) -> Tensor", fusePerElement},
+      {"aten::ge.Scalar(Tensor self, Scalar other) -> Tensor", fusePerElement},
+      {"aten::eq.Tensor(Tensor self, Tensor other) -> Tensor", fuseBinary},
+      {"aten::ne.Tensor(Tensor self, Tensor other) -> Tensor", fuseBinary},
+      {"aten::lt.Tensor(Tensor self, Tensor other) -> Tensor", fuseBinary},
+      {"aten::le.Tensor(Tensor self, Tensor other) -> Tensor", fuseBinary},
+      {"aten::gt.Tensor(Tensor self, Tensor other) -> Tensor", fuseBinary},
+      {"aten::ge.Tensor(Tensor self, Tensor other) -> Tensor", fuseBinary},
+      {"aten::logical_not(Tensor self) -> Tensor", fusePerElement},
+      {"aten::logical_and(Tensor self, Tensor other) -> Tensor", fuseBinary},
+      {"aten::logical_or(Tensor self, Tensor other) -> Tensor", fuseBinary},
+      {"aten::__and__.Tensor(Tensor self, Tensor other) -> Tensor", fuseBinary},
+      {"aten::__or__.Tensor(Tensor self, Tensor other) -> Tensor", fuseBinary},
       // masked_fill broadcasts self and mask like a binary op; the fill
       // value is the same in every member.
-      {"aten::masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor", kFamily, fuseBinary},
-      {"aten::masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor", kFamily, fuseBinary},
-      {"aten::masked_fill_.Scalar(Tensor(a!) self, Tensor mask, Scalar value) -> Tensor(a!)", kFamily,
-       fuseBinaryInPlace},
-      {"aten::masked_fill_.Tensor(Tensor(a!) self, Tensor mask, Tensor value) -> Tensor(a!)", kFamily,
-       fuseBinaryInPlace},
+      {"aten::masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor", fuseBinary},
+      {"aten::masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor", fuseBinary},
+      {"aten::masked_fill_.Scalar(Tensor(a!) self, Tensor mask, Scalar value) -> Tensor(a!)", fuseBinaryInPlace},
+      {"aten::masked_fill_.Tensor(Tensor(a!) self, Tensor mask, Tensor value) -> Tensor(a!)", fuseBinaryInPlace},
       // Tensors like a per-member one are per member.
       {"aten::zeros_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? "
        "pin_memory=None, MemoryFormat? memory_format=None) -> Tensor",
-       kFamily, fusePerElement},
+       fusePerElement},
       {"aten::ones_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? "
        "pin_memory=None, MemoryFormat? memory_format=None) -> Tensor",
-       kFamily, fusePerElement},
+       fusePerElement},
       {"aten::empty_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? "
        "pin_memory=None, MemoryFormat? memory_format=None) -> Tensor",
-       kFamily, fusePerElement},
+       fusePerElement},
       {"aten::new_empty(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? "
        "device=None, bool? pin_memory=None) -> Tensor",
-       kFamily, fuseNewTensor},
+       fuseNewTensor},
       {"aten::new_zeros(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? "
        "device=None, bool? pin_memory=None) -> Tensor",
-       kFamily, fuseNewTensor},
+       fuseNewTensor},
       {"aten::new_ones(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? "
        "device=None, bool? pin_memory=None) -> Tensor",
-       kFamily, fuseNewTensor},
+       fuseNewTensor},
       {"aten::new_full(Tensor self, SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, "
        "Device? device=None, bool? pin_memory=None) -> Tensor",
-       kFamily, fuseNewTensor},
+       fuseNewTensor},
       {"aten::full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? "
        "device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor",
-       kFamily, fusePerElement},
+       fusePerElement},
       // Casts.
       {"aten::to.dtype(Tensor(a) self, ScalarType dtype, bool non_blocking=False, bool copy=False, MemoryFormat? "
        "memory_format=None) -> Tensor(a)",
-       kFamily, fusePerElement},
+       fusePerElement},
       // Arithmetic with a scalar.
-      {"aten::add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor", kFamily, fusePerElement},
-      {"aten::sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor", kFamily, fusePerElement},
-      {"aten::rsub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor", kFamily, fusePerElement},
-      {"aten::mul.Scalar(Tensor self, Scalar other) -> Tensor", kFamily, fusePerElement},
-      {"aten::div.Scalar(Tensor self, Scalar other) -> Tensor", kFamily, fusePerElement},
-      {"aten::pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor", kFamily, fusePerElement},
-      {"aten::neg(Tensor self) -> Tensor", kFamily, fusePerElement},
-      {"aten::exp(Tensor self) -> Tensor", kFamily, fusePerElement},
-      {"aten::add_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)", kFamily,
-       fusePerElementInPlace},
-      {"aten::sub_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)", kFamily,
-       fusePerElementInPlace},
-      {"aten::mul_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)", kFamily, fusePerElementInPlace},
-      {"aten::div_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)", kFamily, fusePerElementInPlace},
+      {"aten::add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor", fusePerElement},
+      {"aten::sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor", fusePerElement},
+      {"aten::rsub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor", fusePerElement},
+      {"aten::mul.Scalar(Tensor self, Scalar other) -> Tensor", fusePerElement},
+      {"aten::div.Scalar(Tensor self, Scalar other) -> Tensor", fusePerElement},
+      {"aten::pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor", fusePerElement},
+      {"aten::neg(Tensor self) -> Tensor", fusePerElement},
+      {"aten::exp(Tensor self) -> Tensor", fusePerElement},
+      {"aten::add_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)", fusePerElementInPlace},
+      {"aten::sub_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)", fusePerElementInPlace},
+      {"aten::mul_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)", fusePerElementInPlace},
+      {"aten::div_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)", fusePerElementInPlace},
       // Arithmetic between tensors.
-      {"aten::add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor", kFamily, fuseBinary},
-      {"aten::sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor", kFamily, fuseBinary},
-      {"aten::mul.Tensor(Tensor self, Tensor other) -> Tensor", kFamily, fuseBinary},
-      {"aten::div.Tensor(Tensor self, Tensor other) -> Tensor", kFamily, fuseBinary},
-      {"aten::add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)", kFamily, fuseBinaryInPlace},
-      {"aten::sub_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)", kFamily, fuseBinaryInPlace},
-      {"aten::mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)", kFamily, fuseBinaryInPlace},
-      {"aten::div_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)", kFamily, fuseBinaryInPlace},
+      {"aten::add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor", fuseBinary},
+      {"aten::sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor", fuseBinary},
+      {"aten::mul.Tensor(Tensor self, Tensor other) -> Tensor", fuseBinary},
+      {"aten::div.Tensor(Tensor self, Tensor other) -> Tensor", fuseBinary},
+      {"aten::add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)", fuseBinaryInPlace},
+      {"aten::sub_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)", fuseBinaryInPlace},
+      {"aten::mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)", fuseBinaryInPlace},
+      {"aten::div_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)", fuseBinaryInPlace},
   };
 }
 

@@ -8,12 +8,10 @@
 //   %y = aten::embedding(%w, %ids, %pad, %freq, %sparse)
 //     ->  %y = hfta::embedding(%w : [B, V, D], %ids : [B|1, N, L], %pad, %freq, %sparse)
 #include "passes/fuse/rules/rules.h"
+#include "runtime/op_kinds.h"
 
 namespace hfta {
 namespace {
-
-const c10::Symbol kEmbedding = c10::Symbol::fromQualString("hfta::embedding");
-const c10::Symbol kEmbeddingRenorm = c10::Symbol::fromQualString("hfta::embedding_renorm_");
 
 RuleResult fuseEmbedding(RuleContext& ctx) {
   constexpr size_t kSparse = 4;
@@ -24,23 +22,23 @@ RuleResult fuseEmbedding(RuleContext& ctx) {
   if (sparse && *sparse) {
     return RuleResult::decline("sparse gradients (sparse=True) of a stacked table are not supported");
   }
-  return fuseAsMemberOp(ctx, kEmbedding, {/*indices=*/1});
+  return fuseAsMemberOp(ctx, kind::embedding(), {/*indices=*/1});
 }
 
 RuleResult fuseEmbeddingRenorm(RuleContext& ctx) {
   if (ctx.kind(0) != ValueKind::Array) return RuleResult::decline("the table is shared by all members");
-  return fuseAsMemberOp(ctx, kEmbeddingRenorm, {/*indices=*/1});
+  return fuseAsMemberOp(ctx, kind::embedding_renorm_(), {/*indices=*/1});
 }
 
 }  // namespace
 
-std::vector<RuleEntry> embeddingRules() {
+std::vector<Rule> rules::embedding() {
   return {
       {"aten::embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool "
        "sparse=False) -> Tensor",
-       "embedding", fuseEmbedding},
+       fuseEmbedding},
       {"aten::embedding_renorm_(Tensor(a!) self, Tensor indices, float max_norm, float norm_type) -> Tensor(a!)",
-       "embedding", fuseEmbeddingRenorm},
+       fuseEmbeddingRenorm},
   };
 }
 

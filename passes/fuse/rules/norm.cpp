@@ -25,16 +25,10 @@
 //   %y = aten::group_norm(%x, %G, %w, %b, %eps, %cudnn)
 //     ->  %y = hfta::group_norm(%x_folded, %G, %w, %b, %eps, %cudnn, B)           # Folded
 #include "passes/fuse/rules/rules.h"
+#include "runtime/op_kinds.h"
 
 namespace hfta {
 namespace {
-
-const c10::Symbol kBatchNorm = c10::Symbol::fromQualString("hfta::batch_norm");
-const c10::Symbol kInstanceNorm = c10::Symbol::fromQualString("hfta::instance_norm");
-const c10::Symbol kGroupNorm = c10::Symbol::fromQualString("hfta::group_norm");
-const c10::Symbol kBatchNormMomenta = c10::Symbol::fromQualString("hfta::batch_norm_momenta");
-const c10::Symbol kLayerNorm = c10::Symbol::fromQualString("hfta::layer_norm");
-const c10::Symbol kPrelu = c10::Symbol::fromQualString("hfta::prelu");
 
 // The per-member tensors at `inputs` (affine parameters, running
 // statistics): each is stacked [B, C] or None. Appends them to `args`, or
@@ -65,7 +59,8 @@ RuleResult fuseBatchNorm(RuleContext& ctx) {
   args.emplace_back(one_momentum ? ctx.uniform(kMomentum) : ctx.fuser().toPerMember(ctx.input(kMomentum)));
   args.emplace_back(ctx.uniform(kEps));
   args.emplace_back(ctx.uniform(kCudnn));
-  ctx.bindOutput(0, ctx.insert(one_momentum ? kBatchNorm : kBatchNormMomenta, args), ValueKind::Folded);
+  ctx.bindOutput(0, ctx.insert(one_momentum ? kind::batch_norm() : kind::batch_norm_momenta(), args),
+                 ValueKind::Folded);
   return RuleResult::fused();
 }
 
@@ -76,7 +71,7 @@ RuleResult fuseInstanceNorm(RuleContext& ctx) {
   std::vector<torch::jit::NamedValue> args{ctx.folded(0)};
   if (auto declined = stackedOrNone(ctx, {1, 2, 3, 4}, args)) return *declined;
   for (size_t i = 5; i < ctx.node()->inputs().size(); ++i) args.emplace_back(ctx.uniform(i));
-  ctx.bindOutput(0, ctx.insert(kInstanceNorm, args), ValueKind::Folded);
+  ctx.bindOutput(0, ctx.insert(kind::instance_norm(), args), ValueKind::Folded);
   return RuleResult::fused();
 }
 
@@ -89,35 +84,35 @@ RuleResult fuseGroupNorm(RuleContext& ctx) {
   std::vector<torch::jit::NamedValue> args{ctx.folded(0), ctx.uniform(kGroups)};
   if (auto declined = stackedOrNone(ctx, {2, 3}, args)) return *declined;
   args.insert(args.end(), {ctx.uniform(kEps), ctx.uniform(kCudnn), ctx.arraySize()});
-  ctx.bindOutput(0, ctx.insert(kGroupNorm, args), ValueKind::Folded);
+  ctx.bindOutput(0, ctx.insert(kind::group_norm(), args), ValueKind::Folded);
   return RuleResult::fused();
 }
 
-RuleResult fuseLayerNorm(RuleContext& ctx) { return fuseAsMemberOp(ctx, kLayerNorm, {/*input=*/0}); }
+RuleResult fuseLayerNorm(RuleContext& ctx) { return fuseAsMemberOp(ctx, kind::layer_norm(), {/*input=*/0}); }
 
 RuleResult fusePrelu(RuleContext& ctx) {
   if (ctx.kind(1) != ValueKind::Array) return RuleResult::decline("the slope is shared by all members");
-  ctx.bindOutput(0, ctx.insert(kPrelu, {ctx.array(0), ctx.array(1)}), ValueKind::Array);
+  ctx.bindOutput(0, ctx.insert(kind::prelu(), {ctx.array(0), ctx.array(1)}), ValueKind::Array);
   return RuleResult::fused();
 }
 
 }  // namespace
 
-std::vector<RuleEntry> normRules() {
+std::vector<Rule> rules::norm() {
   return {
       {"aten::batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool "
        "training, float momentum, float eps, bool cudnn_enabled) -> Tensor",
-       "norm", fuseBatchNorm},
+       fuseBatchNorm},
       {"aten::layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float "
        "eps=1.0000000000000001e-05, bool cudnn_enable=True) -> Tensor",
-       "norm", fuseLayerNorm},
+       fuseLayerNorm},
       {"aten::instance_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, "
        "bool use_input_stats, float momentum, float eps, bool cudnn_enabled) -> Tensor",
-       "norm", fuseInstanceNorm},
+       fuseInstanceNorm},
       {"aten::group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float "
        "eps=1.0000000000000001e-05, bool cudnn_enabled=True) -> Tensor",
-       "norm", fuseGroupNorm},
-      {"aten::prelu(Tensor self, Tensor weight) -> Tensor", "norm", fusePrelu},
+       fuseGroupNorm},
+      {"aten::prelu(Tensor self, Tensor weight) -> Tensor", fusePrelu},
   };
 }
 

@@ -62,46 +62,44 @@ RuleResult fuseChannelDropoutInPlace(RuleContext& ctx) {
 
 }  // namespace
 
-std::vector<RuleEntry> poolRules() {
-  constexpr const char* kFamily = "pool";
+std::vector<Rule> rules::pool() {
   return {
       {"aten::max_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=[0], int[1] dilation=[1], "
        "bool ceil_mode=False) -> Tensor",
-       kFamily, fuseChannelwise},
+       fuseChannelwise},
       {"aten::max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool "
        "ceil_mode=False) -> Tensor",
-       kFamily, fuseChannelwise},
+       fuseChannelwise},
       {"aten::max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] "
        "dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)",
-       kFamily, fuseChannelwise},
+       fuseChannelwise},
       {"aten::max_pool1d_with_indices(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=[0], int[1] "
        "dilation=[1], bool ceil_mode=False) -> (Tensor, Tensor)",
-       kFamily, fuseChannelwise},
+       fuseChannelwise},
       {"aten::max_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] dilation=1, bool "
        "ceil_mode=False) -> Tensor",
-       kFamily, fuseChannelwise},
+       fuseChannelwise},
       {"aten::max_pool3d_with_indices(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] "
        "dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)",
-       kFamily, fuseChannelwise},
+       fuseChannelwise},
       {"aten::avg_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=[0], bool ceil_mode=False, "
        "bool count_include_pad=True) -> Tensor",
-       kFamily, fuseChannelwise},
+       fuseChannelwise},
       {"aten::avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, "
        "bool count_include_pad=True, int? divisor_override=None) -> Tensor",
-       kFamily, fuseChannelwise},
+       fuseChannelwise},
       {"aten::avg_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, bool ceil_mode=False, "
        "bool count_include_pad=True, int? divisor_override=None) -> Tensor",
-       kFamily, fuseChannelwise},
-      {"aten::adaptive_avg_pool1d(Tensor self, int[1] output_size) -> Tensor", kFamily, fuseChannelwise},
-      {"aten::adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor", kFamily, fuseChannelwise},
-      {"aten::adaptive_avg_pool3d(Tensor self, SymInt[3] output_size) -> Tensor", kFamily, fuseChannelwise},
-      {"aten::adaptive_max_pool1d(Tensor self, int[1] output_size) -> (Tensor, Tensor)", kFamily, fuseChannelwise},
-      {"aten::adaptive_max_pool2d(Tensor self, int[2] output_size) -> (Tensor, Tensor)", kFamily, fuseChannelwise},
-      {"aten::adaptive_max_pool3d(Tensor self, int[3] output_size) -> (Tensor, Tensor)", kFamily, fuseChannelwise},
-      {"aten::pad(Tensor self, SymInt[] pad, str mode=\"constant\", float? value=None) -> Tensor", kFamily, fusePad},
-      {"aten::feature_dropout(Tensor input, float p, bool train) -> Tensor", kFamily, fuseChannelwise},
-      {"aten::feature_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)", kFamily,
-       fuseChannelDropoutInPlace},
+       fuseChannelwise},
+      {"aten::adaptive_avg_pool1d(Tensor self, int[1] output_size) -> Tensor", fuseChannelwise},
+      {"aten::adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor", fuseChannelwise},
+      {"aten::adaptive_avg_pool3d(Tensor self, SymInt[3] output_size) -> Tensor", fuseChannelwise},
+      {"aten::adaptive_max_pool1d(Tensor self, int[1] output_size) -> (Tensor, Tensor)", fuseChannelwise},
+      {"aten::adaptive_max_pool2d(Tensor self, int[2] output_size) -> (Tensor, Tensor)", fuseChannelwise},
+      {"aten::adaptive_max_pool3d(Tensor self, int[3] output_size) -> (Tensor, Tensor)", fuseChannelwise},
+      {"aten::pad(Tensor self, SymInt[] pad, str mode=\"constant\", float? value=None) -> Tensor", fusePad},
+      {"aten::feature_dropout(Tensor input, float p, bool train) -> Tensor", fuseChannelwise},
+      {"aten::feature_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)", fuseChannelDropoutInPlace},
   };
 }
 

@@ -27,6 +27,7 @@
 #include <algorithm>
 
 #include "passes/fuse/rules/rules.h"
+#include "runtime/op_kinds.h"
 
 namespace hfta {
 namespace {
@@ -34,8 +35,6 @@ namespace {
 using torch::jit::Block;
 using torch::jit::Node;
 using torch::jit::Value;
-
-const c10::Symbol kAlign = c10::Symbol::fromQualString("hfta::align");
 
 // The node of `block` that `node` is or is nested in; nullptr if `node` is
 // outside `block`.
@@ -96,7 +95,7 @@ RuleResult fuseFill(RuleContext& ctx, const std::vector<size_t>& tensor_args) {
   auto* contiguous = ctx.graph().insertConstant(static_cast<int64_t>(c10::MemoryFormat::Contiguous));
   auto* own = ctx.insert(c10::aten::clone, {shared}, {{"memory_format", contiguous}});
   std::unordered_map<size_t, Value*> replaced{{0, own}};
-  for (size_t i : tensor_args) replaced[i] = ctx.insert(kAlign, {ctx.arrayOrBroadcast(i), own});
+  for (size_t i : tensor_args) replaced[i] = ctx.insert(kind::align(), {ctx.arrayOrBroadcast(i), own});
   Node* copy = ctx.insertCopy(replaced);
   ctx.bindOutput(0, copy->output(), ValueKind::Array);
   // What reads the shared tensor from here on reads each member's own.
@@ -109,26 +108,25 @@ RuleResult fuseTensorFill(RuleContext& ctx) { return fuseFill(ctx, {/*p=*/1}); }
 
 }  // namespace
 
-std::vector<RuleEntry> randomRules() {
-  constexpr const char* kFamily = "random";
+std::vector<Rule> rules::random() {
   return {
       {"aten::rand_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? "
        "pin_memory=None, MemoryFormat? memory_format=None) -> Tensor",
-       kFamily, fusePerElement},
+       fusePerElement},
       {"aten::randn_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? "
        "pin_memory=None, MemoryFormat? memory_format=None) -> Tensor",
-       kFamily, fusePerElement},
+       fusePerElement},
       // self holds the probabilities.
-      {"aten::bernoulli(Tensor self, *, Generator? generator=None) -> Tensor", kFamily, fusePerElement},
-      {"aten::bernoulli.p(Tensor self, float p, *, Generator? generator=None) -> Tensor", kFamily, fusePerElement},
-      {"aten::bernoulli_.float(Tensor(a!) self, float p=0.5, *, Generator? generator=None) -> Tensor(a!)", kFamily,
+      {"aten::bernoulli(Tensor self, *, Generator? generator=None) -> Tensor", fusePerElement},
+      {"aten::bernoulli.p(Tensor self, float p, *, Generator? generator=None) -> Tensor", fusePerElement},
+      {"aten::bernoulli_.float(Tensor(a!) self, float p=0.5, *, Generator? generator=None) -> Tensor(a!)",
        fuseScalarFill},
-      {"aten::bernoulli_.Tensor(Tensor(a!) self, Tensor p, *, Generator? generator=None) -> Tensor(a!)", kFamily,
+      {"aten::bernoulli_.Tensor(Tensor(a!) self, Tensor p, *, Generator? generator=None) -> Tensor(a!)",
        fuseTensorFill},
       {"aten::normal_(Tensor(a!) self, float mean=0., float std=1., *, Generator? generator=None) -> Tensor(a!)",
-       kFamily, fuseScalarFill},
+       fuseScalarFill},
       {"aten::uniform_(Tensor(a!) self, float from=0., float to=1., *, Generator? generator=None) -> Tensor(a!)",
-       kFamily, fuseScalarFill},
+       fuseScalarFill},
   };
 }
 

@@ -11,61 +11,57 @@
 // Packed sequences (aten::lstm.data and friends: the batch sizes may differ
 // per member) run per member.
 #include "passes/fuse/rules/rules.h"
+#include "runtime/op_kinds.h"
 
 namespace hfta {
 namespace {
 
 // The layer op (input, hx, params, ...) as its hfta:: twin: the input and
 // the initial state may be one all members share.
-template <const char* kOp>
+template <c10::Symbol (*kOp)()>
 RuleResult fuseLayer(RuleContext& ctx) {
   constexpr size_t kParams = 2;
   if (ctx.kind(kParams) != ValueKind::Array) return RuleResult::decline("the weights are shared by all members");
-  return fuseAsMemberOp(ctx, c10::Symbol::fromQualString(kOp), {/*input=*/0, /*hx=*/1});
+  return fuseAsMemberOp(ctx, kOp(), {/*input=*/0, /*hx=*/1});
 }
 
-template <const char* kOp>
+template <c10::Symbol (*kOp)()>
 RuleResult fuseCell(RuleContext& ctx) {
   constexpr size_t kWeightIh = 2, kWeightHh = 3;
   if (ctx.kind(kWeightIh) != ValueKind::Array || ctx.kind(kWeightHh) != ValueKind::Array) {
     return RuleResult::decline("the weights are shared by all members");
   }
-  return fuseAsMemberOp(ctx, c10::Symbol::fromQualString(kOp), {/*input=*/0, /*hx=*/1});
+  return fuseAsMemberOp(ctx, kOp(), {/*input=*/0, /*hx=*/1});
 }
-
-constexpr char kLstm[] = "hfta::lstm", kGru[] = "hfta::gru", kRnnTanh[] = "hfta::rnn_tanh",
-               kRnnRelu[] = "hfta::rnn_relu";
-constexpr char kLstmCell[] = "hfta::lstm_cell", kGruCell[] = "hfta::gru_cell", kRnnTanhCell[] = "hfta::rnn_tanh_cell",
-               kRnnReluCell[] = "hfta::rnn_relu_cell";
 
 }  // namespace
 
-std::vector<RuleEntry> recurrentRules() {
+std::vector<Rule> rules::recurrent() {
   return {
       {"aten::lstm.input(Tensor input, Tensor[] hx, Tensor[] params, bool has_biases, int num_layers, float dropout, "
        "bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor, Tensor)",
-       "recurrent", fuseLayer<kLstm>},
+       fuseLayer<kind::lstm>},
       {"aten::gru.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, "
        "bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)",
-       "recurrent", fuseLayer<kGru>},
+       fuseLayer<kind::gru>},
       {"aten::rnn_tanh.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float "
        "dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)",
-       "recurrent", fuseLayer<kRnnTanh>},
+       fuseLayer<kind::rnn_tanh>},
       {"aten::rnn_relu.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float "
        "dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)",
-       "recurrent", fuseLayer<kRnnRelu>},
+       fuseLayer<kind::rnn_relu>},
       {"aten::lstm_cell(Tensor input, Tensor[] hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) "
        "-> (Tensor, Tensor)",
-       "recurrent", fuseCell<kLstmCell>},
+       fuseCell<kind::lstm_cell>},
       {"aten::gru_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> "
        "Tensor",
-       "recurrent", fuseCell<kGruCell>},
+       fuseCell<kind::gru_cell>},
       {"aten::rnn_tanh_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? "
        "b_hh=None) -> Tensor",
-       "recurrent", fuseCell<kRnnTanhCell>},
+       fuseCell<kind::rnn_tanh_cell>},
       {"aten::rnn_relu_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? "
        "b_hh=None) -> Tensor",
-       "recurrent", fuseCell<kRnnReluCell>},
+       fuseCell<kind::rnn_relu_cell>},
   };
 }
 

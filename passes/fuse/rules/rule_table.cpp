@@ -13,14 +13,12 @@ namespace {
 
 std::vector<RuleEntry> allRules() {
   std::vector<RuleEntry> all;
-#define HFTA_RULE_FAMILY(name) name##Rules,
-  for (auto family : {
+  auto add = [&](const std::vector<Rule>& family, const char* label) {
+    for (const auto& rule : family) all.push_back({rule.key, label, rule.fuse});
+  };
+#define HFTA_RULE_FAMILY(name, label) add(rules::name(), label);
 #include "passes/fuse/rules/families.def"
-       }) {
 #undef HFTA_RULE_FAMILY
-    auto rules = family();
-    all.insert(all.end(), rules.begin(), rules.end());
-  }
   return all;
 }
 

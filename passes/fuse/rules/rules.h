@@ -9,16 +9,26 @@ namespace hfta {
 
 using RuleFn = RuleResult (*)(RuleContext&);
 
-struct RuleEntry {
-  const char* key;     // a full schema, or a prim node kind ("prim::If")
-  const char* family;  // for the report: "linear", "elementwise", ...
+// One rule, as a family's file lists it.
+struct Rule {
+  const char* key;  // a full schema, or a prim node kind ("prim::If")
   RuleFn fuse;
 };
 
-// The families (rules/<family>.cpp), as families.def lists them.
-#define HFTA_RULE_FAMILY(name) std::vector<RuleEntry> name##Rules();
+// A rule in the table, stamped with its family's label for the report
+// ("linear", "control flow", ...: families.def).
+struct RuleEntry {
+  const char* key;
+  const char* family;
+  RuleFn fuse;
+};
+
+// The families (rules/<name>.cpp), as families.def lists them.
+namespace rules {
+#define HFTA_RULE_FAMILY(name, label) std::vector<Rule> name();
 #include "passes/fuse/rules/families.def"
 #undef HFTA_RULE_FAMILY
+}  // namespace rules
 
 // Shared building blocks (rules/elementwise.cpp): input 0 is the per-member
 // tensor (a uniform one is broadcast to B members), every other input a

@@ -10,6 +10,7 @@
 //   %d = aten::dim(%x)           ->  %e = aten::dim(%x); %d = aten::sub(%e, %c1)
 //   %y = aten::view(%x, %shape)  ->  %s = aten::add(%cB, %shape); %y = aten::view(%x, %s)
 #include "passes/fuse/rules/rules.h"
+#include "runtime/op_kinds.h"
 
 namespace hfta {
 namespace {
@@ -43,8 +44,6 @@ RuleResult fuseWithDims(RuleContext& ctx) {
   return RuleResult::fused();
 }
 
-const c10::Symbol kMemberDims = c10::Symbol::fromQualString("hfta::member_dims");
-
 // A reduction over member dims. Over all dims (None or []) it reduces over
 // each member's own dims: the array's dims 1.. (hfta::member_dims).
 RuleResult fuseReduction(RuleContext& ctx) {
@@ -52,7 +51,7 @@ RuleResult fuseReduction(RuleContext& ctx) {
   const auto dims = constantInts(ctx.input(1).value);
   if (ctx.input(1).value->mustBeNone() || (dims && dims->empty())) {
     auto* array = ctx.array(0);
-    ctx.bindOutputsByType(ctx.insertCopy({{0, array}, {1, ctx.insert(kMemberDims, {array})}}));
+    ctx.bindOutputsByType(ctx.insertCopy({{0, array}, {1, ctx.insert(kind::member_dims(), {array})}}));
     return RuleResult::fused();
   }
   if (keepFolded(ctx, {1})) return RuleResult::fused();
@@ -65,7 +64,7 @@ RuleResult fuseReduction(RuleContext& ctx) {
 RuleResult fuseFullReduction(RuleContext& ctx) {
   if (!ctx.uniformFrom(1)) return RuleResult::decline("an argument differs per member");
   auto* array = ctx.array(0);
-  auto* dims = ctx.insert(kMemberDims, {array});
+  auto* dims = ctx.insert(kind::member_dims(), {array});
   auto* no_keepdim = ctx.graph().insertConstant(false);
   const auto kind = ctx.node()->kind();
   torch::jit::Value* reduced = nullptr;
@@ -83,9 +82,7 @@ RuleResult fuseFullReduction(RuleContext& ctx) {
 // expand(x, size): new leading member dims go after the member dim.
 RuleResult fuseExpand(RuleContext& ctx) {
   if (!ctx.uniformFrom(1)) return RuleResult::decline("the size differs per member");
-  ctx.bindOutput(
-      0, ctx.insert(c10::Symbol::fromQualString("hfta::expand"), {ctx.array(0), ctx.uniform(1), ctx.uniform(2)}),
-      ValueKind::Array);
+  ctx.bindOutput(0, ctx.insert(kind::expand(), {ctx.array(0), ctx.uniform(1), ctx.uniform(2)}), ValueKind::Array);
   return RuleResult::fused();
 }
 
@@ -137,8 +134,7 @@ RuleResult fuseWithShape(RuleContext& ctx) {
 // repeat with as many or more repeats than the member has dims.
 RuleResult fuseRepeat(RuleContext& ctx) {
   if (ctx.kind(1) != ValueKind::Uniform) return RuleResult::decline("the repeats differ per member");
-  ctx.bindOutput(0, ctx.insert(c10::Symbol::fromQualString("hfta::repeat"), {ctx.array(0), ctx.uniform(1)}),
-                 ValueKind::Array);
+  ctx.bindOutput(0, ctx.insert(kind::repeat(), {ctx.array(0), ctx.uniform(1)}), ValueKind::Array);
   return RuleResult::fused();
 }
 
@@ -160,8 +156,7 @@ torch::jit::Value* memberSizes(RuleContext& ctx, size_t i) {
     case ValueKind::Uniform:
       return ctx.insert(c10::aten::size, {ctx.uniform(i)});
     case ValueKind::Folded:
-      return ctx.insert(c10::Symbol::fromQualString("hfta::folded_member_sizes"),
-                        {ctx.input(i).value, ctx.arraySize()});
+      return ctx.insert(kind::folded_member_sizes(), {ctx.input(i).value, ctx.arraySize()});
     default:
       break;
   }
@@ -188,8 +183,7 @@ RuleResult fuseExpandAs(RuleContext& ctx) {
     return RuleResult::fused();
   }
   auto* no_implicit = ctx.graph().insertConstant(false);
-  ctx.bindOutput(0, ctx.insert(c10::Symbol::fromQualString("hfta::expand"), {ctx.array(0), sizes, no_implicit}),
-                 ValueKind::Array);
+  ctx.bindOutput(0, ctx.insert(kind::expand(), {ctx.array(0), sizes, no_implicit}), ValueKind::Array);
   return RuleResult::fused();
 }
 
@@ -237,8 +231,7 @@ RuleResult fuseOverDims(RuleContext& ctx) {
 RuleResult fuseIndex(RuleContext& ctx) {
   if (ctx.kind(1) == ValueKind::PerMember) return RuleResult::decline("the indices are not one list of tensors");
   auto* shared = ctx.graph().insertConstant(ctx.kind(1) == ValueKind::Uniform);
-  ctx.bindOutput(0, ctx.insert(c10::Symbol::fromQualString("hfta::index"), {ctx.array(0), ctx.input(1).value, shared}),
-                 ValueKind::Array);
+  ctx.bindOutput(0, ctx.insert(kind::index(), {ctx.array(0), ctx.input(1).value, shared}), ValueKind::Array);
   return RuleResult::fused();
 }
 
@@ -253,79 +246,71 @@ RuleResult fuseMemberInvariant(RuleContext& ctx) {
 
 }  // namespace
 
-std::vector<RuleEntry> shapeRules() {
-  constexpr const char* kFamily = "shape";
+std::vector<Rule> rules::shape() {
   return {
-      {"aten::flatten.using_ints(Tensor(a) self, int start_dim=0, int end_dim=-1) -> Tensor(a)", kFamily, fuseFlatten},
-      {"aten::unflatten.int(Tensor(a) self, int dim, SymInt[] sizes) -> Tensor(a)", kFamily, fuseWithDims<1>},
-      {"aten::unsqueeze(Tensor(a) self, int dim) -> Tensor(a)", kFamily, fuseWithDims<1>},
-      {"aten::squeeze(Tensor(a) self) -> Tensor(a)", kFamily, fuseWithDims<>},
-      {"aten::squeeze.dim(Tensor(a) self, int dim) -> Tensor(a)", kFamily, fuseWithDims<1>},
-      {"aten::squeeze.dims(Tensor(a) self, int[] dim) -> Tensor(a)", kFamily, fuseWithDimList},
-      {"aten::transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)", kFamily, fuseWithDims<1, 2>},
-      {"aten::permute(Tensor(a) self, int[] dims) -> Tensor(a)", kFamily, fusePermute},
-      {"aten::select.int(Tensor(a) self, int dim, SymInt index) -> Tensor(a)", kFamily, fuseWithDims<1>},
-      {"aten::expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)", kFamily, fuseExpand},
-      {"aten::expand_as(Tensor(a) self, Tensor other) -> Tensor(a)", kFamily, fuseExpandAs},
-      {"aten::index.Tensor(Tensor self, Tensor?[] indices) -> Tensor", kFamily, fuseIndex},
+      {"aten::flatten.using_ints(Tensor(a) self, int start_dim=0, int end_dim=-1) -> Tensor(a)", fuseFlatten},
+      {"aten::unflatten.int(Tensor(a) self, int dim, SymInt[] sizes) -> Tensor(a)", fuseWithDims<1>},
+      {"aten::unsqueeze(Tensor(a) self, int dim) -> Tensor(a)", fuseWithDims<1>},
+      {"aten::squeeze(Tensor(a) self) -> Tensor(a)", fuseWithDims<>},
+      {"aten::squeeze.dim(Tensor(a) self, int dim) -> Tensor(a)", fuseWithDims<1>},
+      {"aten::squeeze.dims(Tensor(a) self, int[] dim) -> Tensor(a)", fuseWithDimList},
+      {"aten::transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)", fuseWithDims<1, 2>},
+      {"aten::permute(Tensor(a) self, int[] dims) -> Tensor(a)", fusePermute},
+      {"aten::select.int(Tensor(a) self, int dim, SymInt index) -> Tensor(a)", fuseWithDims<1>},
+      {"aten::expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)", fuseExpand},
+      {"aten::expand_as(Tensor(a) self, Tensor other) -> Tensor(a)", fuseExpandAs},
+      {"aten::index.Tensor(Tensor self, Tensor?[] indices) -> Tensor", fuseIndex},
       {"aten::slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> "
        "Tensor(a)",
-       kFamily, fuseWithDims<1>},
-      {"aten::chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]", kFamily, fuseWithDims<2>},
-      {"aten::split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]", kFamily,
-       fuseWithDims<2>},
-      {"aten::split.sizes(Tensor(a -> *) self, SymInt[] split_size, int dim=0) -> Tensor(a)[]", kFamily,
-       fuseWithDims<2>},
-      {"aten::split(Tensor(a -> *) self, int[] split_sizes, int dim=0) -> Tensor(a)[]", kFamily, fuseWithDims<2>},
-      {"aten::split_with_sizes(Tensor(a -> *) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]", kFamily,
-       fuseWithDims<2>},
-      {"aten::unbind.int(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]", kFamily, fuseWithDims<1>},
-      {"aten::repeat(Tensor self, SymInt[] repeats) -> Tensor", kFamily, fuseRepeat},
-      {"aten::softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor", kFamily, fuseWithDims<1>},
-      {"aten::log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor", kFamily, fuseWithDims<1>},
-      {"aten::contiguous(Tensor(a) self, *, MemoryFormat memory_format=0) -> Tensor(a)", kFamily, fuseWithDims<>},
+       fuseWithDims<1>},
+      {"aten::chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]", fuseWithDims<2>},
+      {"aten::split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]", fuseWithDims<2>},
+      {"aten::split.sizes(Tensor(a -> *) self, SymInt[] split_size, int dim=0) -> Tensor(a)[]", fuseWithDims<2>},
+      {"aten::split(Tensor(a -> *) self, int[] split_sizes, int dim=0) -> Tensor(a)[]", fuseWithDims<2>},
+      {"aten::split_with_sizes(Tensor(a -> *) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]", fuseWithDims<2>},
+      {"aten::unbind.int(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]", fuseWithDims<1>},
+      {"aten::repeat(Tensor self, SymInt[] repeats) -> Tensor", fuseRepeat},
+      {"aten::softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor", fuseWithDims<1>},
+      {"aten::log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor", fuseWithDims<1>},
+      {"aten::contiguous(Tensor(a) self, *, MemoryFormat memory_format=0) -> Tensor(a)", fuseWithDims<>},
       {"aten::sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
-       kFamily, fuseReduction},
-      {"aten::mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor", kFamily,
        fuseReduction},
-      {"aten::std.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor", kFamily,
+      {"aten::mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
        fuseReduction},
-      {"aten::var.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor", kFamily,
-       fuseReduction},
+      {"aten::std.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor", fuseReduction},
+      {"aten::var.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor", fuseReduction},
       {"aten::std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> "
        "Tensor",
-       kFamily, fuseReduction},
+       fuseReduction},
       {"aten::var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> "
        "Tensor",
-       kFamily, fuseReduction},
-      {"aten::sum(Tensor self, *, ScalarType? dtype=None) -> Tensor", kFamily, fuseFullReduction},
-      {"aten::mean(Tensor self, *, ScalarType? dtype=None) -> Tensor", kFamily, fuseFullReduction},
-      {"aten::std(Tensor self, bool unbiased=True) -> Tensor", kFamily, fuseFullReduction},
-      {"aten::var(Tensor self, bool unbiased=True) -> Tensor", kFamily, fuseFullReduction},
-      {"aten::all(Tensor self) -> Tensor", kFamily, fuseFullReduction},
-      {"aten::any(Tensor self) -> Tensor", kFamily, fuseFullReduction},
-      {"aten::amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor", kFamily, fuseReduction},
+       fuseReduction},
+      {"aten::sum(Tensor self, *, ScalarType? dtype=None) -> Tensor", fuseFullReduction},
+      {"aten::mean(Tensor self, *, ScalarType? dtype=None) -> Tensor", fuseFullReduction},
+      {"aten::std(Tensor self, bool unbiased=True) -> Tensor", fuseFullReduction},
+      {"aten::var(Tensor self, bool unbiased=True) -> Tensor", fuseFullReduction},
+      {"aten::all(Tensor self) -> Tensor", fuseFullReduction},
+      {"aten::any(Tensor self) -> Tensor", fuseFullReduction},
+      {"aten::amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor", fuseReduction},
       // F.normalize's norm (Swin V2's cosine attention).
-      {"aten::norm.ScalarOpt_dim(Tensor self, Scalar? p, int[1] dim, bool keepdim=False) -> Tensor", kFamily,
-       fuseOverDims<2>},
+      {"aten::norm.ScalarOpt_dim(Tensor self, Scalar? p, int[1] dim, bool keepdim=False) -> Tensor", fuseOverDims<2>},
       // Swin's shifted windows.
-      {"aten::roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor", kFamily, fuseOverDims<2>},
-      {"aten::max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)", kFamily,
-       fuseWithDims<1>},
-      {"aten::view(Tensor(a) self, SymInt[] size) -> Tensor(a)", kFamily, fuseWithShape},
-      {"aten::reshape(Tensor(a) self, SymInt[] shape) -> Tensor(a)", kFamily, fuseWithShape},
-      {"aten::size.int(Tensor self, int dim) -> int", kFamily, fuseSizeOfDim},
-      {"aten::size(Tensor self) -> int[]", kFamily, fuseSizes},
-      {"aten::dim(Tensor self) -> int", kFamily, fuseDim},
-      {"aten::len.Tensor(Tensor t) -> int", kFamily, fuseLength},
-      {"aten::numel(Tensor self) -> int", kFamily, fuseNumel},
-      {"prim::dtype(Tensor a) -> int", kFamily, fuseMemberInvariant},
-      {"prim::device(Tensor a) -> Device", kFamily, fuseMemberInvariant},
-      {"aten::is_floating_point(Tensor self) -> bool", kFamily, fuseMemberInvariant},
-      {"prim::requires_grad(Tensor a) -> bool", kFamily, fuseMemberInvariant},
-      {"prim::is_nested(Tensor a) -> bool", kFamily, fuseMemberInvariant},
-      {"prim::is_cuda(Tensor a) -> bool", kFamily, fuseMemberInvariant},
-      {"prim::layout(Tensor a) -> Layout", kFamily, fuseMemberInvariant},
+      {"aten::roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor", fuseOverDims<2>},
+      {"aten::max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)", fuseWithDims<1>},
+      {"aten::view(Tensor(a) self, SymInt[] size) -> Tensor(a)", fuseWithShape},
+      {"aten::reshape(Tensor(a) self, SymInt[] shape) -> Tensor(a)", fuseWithShape},
+      {"aten::size.int(Tensor self, int dim) -> int", fuseSizeOfDim},
+      {"aten::size(Tensor self) -> int[]", fuseSizes},
+      {"aten::dim(Tensor self) -> int", fuseDim},
+      {"aten::len.Tensor(Tensor t) -> int", fuseLength},
+      {"aten::numel(Tensor self) -> int", fuseNumel},
+      {"prim::dtype(Tensor a) -> int", fuseMemberInvariant},
+      {"prim::device(Tensor a) -> Device", fuseMemberInvariant},
+      {"aten::is_floating_point(Tensor self) -> bool", fuseMemberInvariant},
+      {"prim::requires_grad(Tensor a) -> bool", fuseMemberInvariant},
+      {"prim::is_nested(Tensor a) -> bool", fuseMemberInvariant},
+      {"prim::is_cuda(Tensor a) -> bool", fuseMemberInvariant},
+      {"prim::layout(Tensor a) -> Layout", fuseMemberInvariant},
   };
 }
 

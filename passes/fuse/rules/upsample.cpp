@@ -15,74 +15,72 @@
 
 namespace hfta {
 
-std::vector<RuleEntry> upsampleRules() {
-  constexpr const char* kFamily = "upsample";
+std::vector<Rule> rules::upsample() {
   return {
-      {"aten::upsample_nearest1d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor", kFamily,
+      {"aten::upsample_nearest1d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor",
        fuseChannelwise},
-      {"aten::upsample_nearest2d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor", kFamily,
+      {"aten::upsample_nearest2d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor",
        fuseChannelwise},
-      {"aten::upsample_nearest3d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor", kFamily,
+      {"aten::upsample_nearest3d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor",
        fuseChannelwise},
       {"aten::_upsample_nearest_exact1d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor",
-       kFamily, fuseChannelwise},
+       fuseChannelwise},
       {"aten::_upsample_nearest_exact2d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor",
-       kFamily, fuseChannelwise},
+       fuseChannelwise},
       {"aten::_upsample_nearest_exact3d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor",
-       kFamily, fuseChannelwise},
+       fuseChannelwise},
       {"aten::upsample_linear1d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? "
        "scale_factors) -> Tensor",
-       kFamily, fuseChannelwise},
+       fuseChannelwise},
       {"aten::upsample_bilinear2d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? "
        "scale_factors) -> Tensor",
-       kFamily, fuseChannelwise},
+       fuseChannelwise},
       {"aten::upsample_bicubic2d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? "
        "scale_factors) -> Tensor",
-       kFamily, fuseChannelwise},
+       fuseChannelwise},
       {"aten::upsample_trilinear3d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? "
        "scale_factors) -> Tensor",
-       kFamily, fuseChannelwise},
+       fuseChannelwise},
       {"aten::_upsample_bilinear2d_aa.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? "
        "scale_factors) -> Tensor",
-       kFamily, fuseChannelwise},
+       fuseChannelwise},
       {"aten::_upsample_bicubic2d_aa.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? "
        "scale_factors) -> Tensor",
-       kFamily, fuseChannelwise},
-      // The forms with one output size per dim (what tracing records).
-      {"aten::upsample_nearest1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor", kFamily,
        fuseChannelwise},
+      // The forms with one output size per dim (what tracing records).
+      {"aten::upsample_nearest1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor", fuseChannelwise},
       {"aten::upsample_nearest2d(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None) -> "
        "Tensor",
-       kFamily, fuseChannelwise},
+       fuseChannelwise},
       {"aten::upsample_nearest3d(Tensor self, SymInt[3] output_size, float? scales_d=None, float? scales_h=None, "
        "float? scales_w=None) -> Tensor",
-       kFamily, fuseChannelwise},
-      {"aten::_upsample_nearest_exact1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor", kFamily,
+       fuseChannelwise},
+      {"aten::_upsample_nearest_exact1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor",
        fuseChannelwise},
       {"aten::_upsample_nearest_exact2d(Tensor self, SymInt[2] output_size, float? scales_h=None, float? "
        "scales_w=None) -> Tensor",
-       kFamily, fuseChannelwise},
+       fuseChannelwise},
       {"aten::_upsample_nearest_exact3d(Tensor self, SymInt[3] output_size, float? scales_d=None, float? "
        "scales_h=None, float? scales_w=None) -> Tensor",
-       kFamily, fuseChannelwise},
+       fuseChannelwise},
       {"aten::upsample_linear1d(Tensor self, SymInt[1] output_size, bool align_corners, float? scales=None) -> "
        "Tensor",
-       kFamily, fuseChannelwise},
+       fuseChannelwise},
       {"aten::upsample_bilinear2d(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, "
        "float? scales_w=None) -> Tensor",
-       kFamily, fuseChannelwise},
+       fuseChannelwise},
       {"aten::upsample_bicubic2d(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, "
        "float? scales_w=None) -> Tensor",
-       kFamily, fuseChannelwise},
+       fuseChannelwise},
       {"aten::upsample_trilinear3d(Tensor self, SymInt[3] output_size, bool align_corners, float? scales_d=None, "
        "float? scales_h=None, float? scales_w=None) -> Tensor",
-       kFamily, fuseChannelwise},
+       fuseChannelwise},
       {"aten::_upsample_bilinear2d_aa(Tensor self, SymInt[2] output_size, bool align_corners, float? "
        "scales_h=None, float? scales_w=None) -> Tensor",
-       kFamily, fuseChannelwise},
+       fuseChannelwise},
       {"aten::_upsample_bicubic2d_aa(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, "
        "float? scales_w=None) -> Tensor",
-       kFamily, fuseChannelwise},
+       fuseChannelwise},
   };
 }
 
