@@ -1,5 +1,5 @@
 """Ensembles inside one module, scripted from Python: what
-hfta::fuseParallel (hfta-opt --pass hfta-fuse-parallel) rewrites, and the
+hfta::fuseParallel (hfta-opt --pass fuse-parallel) rewrites, and the
 cases it must leave alone.
 
 `python examples/ensemble.py OUT_DIR` writes OUT_DIR/<case>.pt for every case.

@@ -72,12 +72,12 @@ void executorGraphPass(PassState& state) {
 }
 
 void fuseParallelPass(PassState& state) {
-  moduleOf(state, "hfta-fuse-parallel");
+  moduleOf(state, "fuse-parallel");
   state.reports.push_back(fuseParallel(*state.module).text());
 }
 
 void fuseParallelGraphPass(PassState& state) {
-  auto& graph = oneGraph(state, "hfta-fuse-parallel-graph");
+  auto& graph = oneGraph(state, "fuse-parallel-graph");
   state.reports.push_back(fuseParallelGraph(graph).text());
   graph->lint();
 }
@@ -90,8 +90,8 @@ const std::vector<RegisteredPass>& registeredPasses() {
       {"fuse", "fuse B member graphs into one graph that runs them all (the engine of hfta-fuse)", fusePass},
       {"executor-graph", "a module's forward as the graph executor holds it: inlined, loops unrolled",
        executorGraphPass},
-      {"hfta-fuse-parallel", "fuse a module's parallel member calls (hfta::fuseParallel)", fuseParallelPass},
-      {"hfta-fuse-parallel-graph",
+      {"fuse-parallel", "fuse a module's parallel member calls (hfta::fuseParallel)", fuseParallelPass},
+      {"fuse-parallel-graph",
        "fuse the parallel members of one graph behind a run-time check (hfta::fuseParallelGraph, the pass "
        "hfta::registerPasses registers); on a module, its executor graph",
        fuseParallelGraphPass},

@@ -1,6 +1,6 @@
 """hfta::fuseParallel against the ensemble it rewrites: every fused case of
 examples/ensemble.py, scripted from Python and rewritten by
-`hfta-opt --pass hfta-fuse-parallel -o`, gives the original module's outputs,
+`hfta-opt --pass fuse-parallel -o`, gives the original module's outputs,
 each member's gradients (on the stacked parameters' slices) and batch-norm
 running statistics, in training mode.
 
@@ -38,7 +38,7 @@ def main():
                        stdout=subprocess.DEVNULL)
         for name, (kind, members, own_inputs) in FUSED_CASES.items():
             original_path, fused_path = os.path.join(tmp, f"{name}.pt"), os.path.join(tmp, f"{name}_fused.pt")
-            subprocess.run([args.opt, original_path, "--pass", "hfta-fuse-parallel", "-o", fused_path], check=True,
+            subprocess.run([args.opt, original_path, "--pass", "fuse-parallel", "-o", fused_path], check=True,
                            stdout=subprocess.DEVNULL)
             original, fused = torch.jit.load(original_path), torch.jit.load(fused_path)
             assert hasattr(fused, "hfta_parallel_0"), f"{name}: not fused"

@@ -1,3 +1,5 @@
+// hfta::registerPasses: fuseParallelGraph as a TorchScript pre-pass, which
+// the graph executor runs on every graph it optimizes (registerPrePass).
 #include <torch/csrc/jit/passes/pass_manager.h>
 #include <torch/csrc/jit/runtime/graph_executor.h>
 
@@ -13,7 +15,7 @@ namespace {
 
 // The pass as TorchScript runs it: on a copy, which replaces the graph only
 // if the rewrite went through whole; it never throws into the executor.
-void fuseParallelPass(std::shared_ptr<torch::jit::Graph>& graph) {
+void fuseParallelPrePass(std::shared_ptr<torch::jit::Graph>& graph) {
   const bool log = std::getenv("HFTA_LOG") != nullptr;
   try {
     auto rewritten = graph->copy();
@@ -33,7 +35,7 @@ void registerPasses() {
   static std::once_flag once;
   std::call_once(once, [] {
     torch::jit::getNumProfiledRuns() = 0;
-    torch::jit::registerPrePass(fuseParallelPass);
+    torch::jit::registerPrePass(fuseParallelPrePass);
   });
 }
 
