@@ -291,8 +291,9 @@ Value* GraphFuser::memberValue(const FusedValue& value, int64_t b) {
   if (type->kind() == c10::TypeKind::ListType && containsTensor(type)) {
     // Tensor[] and Tensor?[] (aten::index's indices) have typed ops; a list
     // of lists or tuples takes the generic one.
-    if (isTensorLike(type->expectRef<c10::ListType>().getElementType()))
+    if (isTensorLike(type->expectRef<c10::ListType>().getElementType())) {
       return graph_.insert(kind::member_list(), {v, b});
+    }
     return graph_.insert(kind::member_value(), {v, b});
   }
   if (type->kind() == c10::TypeKind::TupleType) {
