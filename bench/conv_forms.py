@@ -1,7 +1,7 @@
 """Grouped convolution (groups x B, one op) against B dense convolutions on
 channel slices (one per member), forward + backward, for the convolution
 shapes of the benchmark models: the measurements behind hfta::conv's choice
-of form (runtime/conv_ops.cpp). With them, what the other ways run: B
+of form (runtime/ops/conv_ops.cpp). With them, what the other ways run: B
 convolutions on separate tensors (serial and eager training), and one
 member's convolution at batch B x N (the dense bound). Prints one CSV line
 per shape.

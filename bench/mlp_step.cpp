@@ -15,7 +15,7 @@
 #include <algorithm>
 #include <chrono>
 
-#include "passes/hfta/hfta.h"
+#include "hfta/hfta.h"
 #include "runtime/optim/optimizers.h"
 
 namespace {

@@ -11,7 +11,7 @@ the B members, after warm-up, for:
   dense       one member at batch B x N (the ceiling fusion approaches)
 The ways run in alternating rounds (every way once per round, the order
 kept), so that machine noise hits them alike; the median round counts.
-Forms: which form the autotuner (runtime/autotune.h) chose for each fused
+Forms: which form the autotuner (runtime/ops/autotune.h) chose for each fused
 convolution and linear shape of each model, measured afresh in OUT/hfta-cache (or
 kept in $HFTA_CACHE_DIR when set), in OUT/forms.csv and results.md.
 Memory: the peak of tensor memory while training (bench/peak_memory.h: ATen's
@@ -67,7 +67,7 @@ QUICK = {"models": ["mlp", "lenet", "pointnet_cls"], "arrays": [1, 8], "rounds":
 
 
 # Every way runs with malloc keeping large blocks for reuse (what
-# hfta::keepLargeAllocations sets in train_modes; runtime/allocator.h says why).
+# hfta::keepLargeAllocations sets in train_modes; support/allocator.h says why).
 ENV = dict(os.environ, MALLOC_MMAP_MAX_="0", MALLOC_TRIM_THRESHOLD_="2147483647")
 
 
@@ -168,7 +168,7 @@ def measure(args, model, array_size, workdir):
 
 
 def cached_forms():
-    """{key: chosen form name} of the autotuner's cache (runtime/autotune.h)."""
+    """{key: chosen form name} of the autotuner's cache (runtime/ops/autotune.h)."""
     path = os.path.join(ENV["HFTA_CACHE_DIR"], "forms.json")
     if not os.path.exists(path):
         return {}

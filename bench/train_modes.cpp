@@ -34,11 +34,11 @@
 #include <map>
 
 #include "bench/peak_memory.h"
-#include "passes/hfta/hfta.h"
-#include "runtime/allocator.h"
-#include "runtime/autocast.h"
+#include "hfta/hfta.h"
+#include "runtime/ops/autocast.h"
 #include "runtime/optim/grad_scaler.h"
 #include "runtime/optim/optimizers.h"
+#include "support/allocator.h"
 
 namespace {
 

@@ -9,7 +9,7 @@
 
 #include <cstring>
 
-#include "passes/hfta/hfta.h"
+#include "support/user_error.h"
 
 namespace hfta::distributed {
 namespace {

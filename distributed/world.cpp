@@ -11,8 +11,8 @@
 #include <cstdlib>
 #include <map>
 
-#include "passes/hfta/hfta.h"
-#include "passes/ir/diagnostics.h"
+#include "support/error_summary.h"
+#include "support/user_error.h"
 
 namespace hfta::distributed {
 namespace {

@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "runtime/ops.h"
+#include "runtime/ops/ops.h"
 
 namespace hfta::testing {
 

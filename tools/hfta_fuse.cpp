@@ -3,9 +3,9 @@
 
 #include <iostream>
 
-#include "passes/hfta/hfta.h"
-#include "runtime/atomic_file.h"
+#include "hfta/hfta.h"
 #include "runtime/library_path.h"
+#include "support/atomic_file.h"
 #include "tools/tool_main.h"
 
 int main(int argc, char** argv) {

@@ -10,7 +10,7 @@
 #include <iostream>
 #include <sstream>
 
-#include "passes/hfta/hfta.h"
+#include "hfta/hfta.h"
 #include "passes/opt/registry.h"
 #include "tools/tool_main.h"
 

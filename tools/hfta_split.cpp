@@ -3,8 +3,8 @@
 
 #include <filesystem>
 
-#include "passes/hfta/hfta.h"
-#include "runtime/atomic_file.h"
+#include "hfta/io.h"
+#include "support/atomic_file.h"
 #include "tools/tool_main.h"
 
 int main(int argc, char** argv) {

@@ -12,7 +12,6 @@
 //       hfta-tune space.json --model cnn.pt --device cuda --out /shared/runs/tune
 //
 // The engine is tune/tuner.h; this is its command line.
-#include <ATen/Parallel.h>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -25,9 +24,10 @@
 
 #include "distributed/local_ranks.h"
 #include "distributed/world.h"
-#include "passes/hfta/hfta.h"
-#include "runtime/allocator.h"
-#include "runtime/atomic_file.h"
+#include "hfta/hfta.h"
+#include "support/allocator.h"
+#include "support/atomic_file.h"
+#include "tools/run_flags.h"
 #include "tools/tool_main.h"
 #include "train/checkpoint.h"
 #include "train/setting_error.h"
@@ -68,20 +68,20 @@ std::vector<std::string> savedCommand(const std::vector<std::string>& args) {
   return command;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  hfta::keepLargeAllocations();
-  CLI::App app{"Search hyper-parameters with trials trained in fused arrays.", "hfta-tune"};
+// The command line, parsed.
+struct TuneCommand {
   hfta::tune::TuneOptions options;
-  auto& run = options.run;
+  hfta::tools::RunFlags run_flags;
+  std::string resume;
+  int workers = 1;
+  size_t top = 10;
+};
+
+void addTuneFlags(CLI::App& app, TuneCommand& c) {
+  auto& options = c.options;
   auto& algorithm = options.algorithm;
   algorithm.name = "hyperband";
   algorithm.max_epochs = 27;
-  std::string metric = "loss", resume, dtype = "float32", device = "cpu", amp_dtype;
-  bool amp = false;
-  int threads = 0, workers = 1;
-  size_t top = 10;
   app.add_option("space", options.space, "the search space (JSON): each setting a distribution or a fixed value")
       ->required();
   app.add_option("--model", options.model,
@@ -96,136 +96,139 @@ int main(int argc, char** argv) {
   app.add_option("--max-array-size", options.max_array_size, "the most trials in one fused array (default 16)");
   app.add_option("--array-size", options.array_size,
                  "trials per array, as given (default: the largest size that buys throughput, measured and cached)");
-  app.add_option("--dataset", run.dataset, "digits (the default), mnist, cifar10, synthetic, wikitext, wikitext-mlm");
-  app.add_option("--data", run.data, "the data set's file or folder");
-  app.add_option("--limit", run.limit, "use only the data set's first N samples (0: all)");
-  app.add_option("--holdout", run.holdout, "the fraction held out to rank trials on");
-  app.add_option("--batch-size", run.options.batch_size);
-  app.add_option("--optimizer", run.optimizer, "sgd (the default), adam, adamw, adagrad, rmsprop or adadelta");
-  app.add_option("--scheduler", run.scheduler, "a learning-rate schedule, as hfta-train's");
-  app.add_option("--loss", run.options.loss, "cross_entropy, mse or bce_with_logits");
-  app.add_option("--dtype", dtype, "float32 (the default) or float64");
-  app.add_option("--device", device, "cpu (the default), cuda or cuda:N");
-  app.add_flag("--amp", amp,
-               "mixed precision, as hfta-train's (bfloat16 on the CPU, float16 with a scale per trial on CUDA)");
-  app.add_option("--amp-dtype", amp_dtype, "bfloat16 or float16");
+  c.run_flags.metric = "loss";  // the default
+  hfta::tools::addRunFlags(app, options.run, c.run_flags);
   app.add_option("--seed", options.seed, "the search space's draws and the data's order");
-  app.add_option("--metric", metric, "rank trials by held-out loss (the default) or accuracy");
   app.add_option("--out", options.out, "the folder for the results")->required();
-  app.add_option("--resume", resume, "go on with the tuning run in this folder (alone: with its command line)");
-  app.add_option("--top", top, "leaderboard rows");
+  app.add_option("--resume", c.resume, "go on with the tuning run in this folder (alone: with its command line)");
+  app.add_option("--top", c.top, "leaderboard rows");
   app.add_flag("--keep-checkpoints", options.keep_checkpoints,
                "keep every array's checkpoint in OUT/arrays (default: only those still needed)");
-  app.add_option("--threads", threads, "intra-op threads (default: all cores)");
-  app.add_option("--workers", workers,
+  app.add_option("--workers", c.workers,
                  "worker processes on this machine, each training its share of every round's arrays (default 1; "
                  "under torchrun, its processes are the workers)");
-  app.add_option("--config", "a JSON object of these flags; flags after it win");
+}
 
-  std::vector<std::string> args;
+// The settings the flags leave to be worked out: the run's, the search
+// space, the plan cache. UserError where the folder does not fit --resume.
+void completeOptions(TuneCommand& c, bool lead) {
+  auto& options = c.options;
+  options.rank_by = hfta::tools::applyRunFlags(c.run_flags, options.run);
+  options.run.options.seed = options.seed;
   try {
-    args = savedCommand(hfta::tools::expandConfigFiles(argc, argv));
-  } catch (const UserError& e) {
-    fmt::print(stderr, "hfta-tune: error: {}\n", e.what());
-    return hfta::tools::kExitUserError;
+    options.parsed_space = hfta::tune::SearchSpace::load(options.space);
+  } catch (const hfta::train::SettingError& e) {
+    throw UserError(fmt::format("{}: setting \"{}\": {}", options.space, e.setting(), e.problem()));
   }
-  std::vector<char*> expanded;
-  for (auto& a : args) expanded.push_back(a.data());
-  return hfta::tools::runTool(app, static_cast<int>(expanded.size()), expanded.data(), [&]() -> int {
-    try {
-      options.rank_by = hfta::train::rankByName(metric);
-      options.run.options.seed = options.seed;
-      options.run.options.dtype = hfta::train::dtypeByName(dtype);
-      options.run.options.device = hfta::train::deviceByName(device);
-      options.run.options.amp = hfta::train::ampSetting(amp, amp_dtype, options.run.options.device);
-      try {
-        options.parsed_space = hfta::tune::SearchSpace::load(options.space);
-      } catch (const hfta::train::SettingError& e) {
-        throw UserError(fmt::format("{}: setting \"{}\": {}", options.space, e.setting(), e.problem()));
-      }
-      options.plan_cache = hfta::tune::defaultPlanCache();
-      if (run.data.empty()) run.data = run.dataset.rfind("wikitext", 0) == 0 ? HFTA_CORPUS_PATH : HFTA_DIGITS_PATH;
-      // Workers: torchrun's processes, or --workers N started from here
-      // (this process is rank 0). Rank 0 reports and writes; the other
-      // workers' reports would repeat it.
-      const auto world = hfta::distributed::worldFromEnvironment();
-      if (workers < 1) throw UserError("--workers must be at least 1");
-      const bool lead = !world || world->rank == 0;
-      if (!lead && std::freopen("/dev/null", "w", stdout) == nullptr) throw UserError("cannot quiet stdout");
-      // A worker restarted by torchrun goes on with the run it was part of.
-      if (world && world->restart_count > 0) resume = options.out;
-      if (threads > 0) at::set_num_threads(threads);
-      const auto journal = fs::path(options.out) / "journal.jsonl";
-      if (lead && resume.empty() && fs::exists(journal)) {
-        throw UserError(fmt::format("{} holds a tuning run already: go on with --resume {}, or give another --out",
-                                    options.out, options.out));
-      }
-      std::error_code same_ec;
-      if (!resume.empty() && !fs::equivalent(resume, options.out, same_ec)) {
-        throw UserError(fmt::format("--resume {} and --out {} must be the same folder", resume, options.out));
-      }
-      std::unique_ptr<hfta::distributed::LocalRanks> local;
-      if (!world && workers > 1) local = std::make_unique<hfta::distributed::LocalRanks>(workers, args);
-      const auto place = world ? world : local ? std::optional(local->world()) : std::nullopt;
-      std::unique_ptr<hfta::tune::WorkerPool> pool;
-      if (place) {
-        pool =
-            std::make_unique<hfta::tune::WorkerPool>(place->rank, place->size, hfta::distributed::connectStore(*place));
-        options.pool = pool.get();
-        // One GPU per worker of a node, where there are several.
-        auto& device = options.run.options.device;
-        if (device.is_cuda() && !device.has_index()) {
-          device = c10::Device(
-              at::kCUDA, static_cast<c10::DeviceIndex>(place->local_rank % at::detail::getCUDAHooks().deviceCount()));
-        }
-      }
-      hfta::tune::Tuner tuner(options);
-      if (lead && resume.empty()) {
-        const nlohmann::json command = {{"cwd", fs::current_path().string()},
-                                        {"args", std::vector<std::string>(args.begin() + 1, args.end())}};
-        hfta::writeFileAtomically((fs::path(options.out) / "command.json").string(), command.dump() + "\n");
-      }
-      std::signal(SIGINT, requestStop);
-      std::signal(SIGTERM, requestStop);
-      fmt::print("hfta-tune: {} over {} with R = {}, eta = {}; results in {}{}\n", algorithm.name, options.space,
-                 algorithm.max_epochs, algorithm.eta, options.out,
-                 place ? fmt::format("; {} workers", place->size) : "");
-      bool done = tuner.run(
-          [](const std::string& line) {
-            fmt::print("hfta-tune: {}\n", line);
-            std::fflush(stdout);
-          },
-          [&] {
-            if (local) local->poll();  // a killed worker is replaced; a failed one ends the run
-            return g_stop.load();
-          });
-      if (local) done = local->wait() && done;
-      if (!lead) return done ? 0 : kExitInterrupted;
-      if (!done) {
-        fmt::print(stderr, "hfta-tune: interrupted; go on with hfta-tune --resume {}\n", options.out);
-        return kExitInterrupted;
-      }
-      double seconds = 0;
-      int64_t replayed = 0;
-      for (const auto& a : tuner.arrays()) {
-        seconds += a.seconds;
-        replayed += a.replayed ? 1 : 0;
-      }
-      fmt::print("\nhfta-tune: {} trials in {} arrays ({} from the journal), {:.1f} s of training\n\n{}",
-                 tuner.trials().size(), tuner.arrays().size(), replayed, seconds,
-                 hfta::tune::tuneLeaderboard(tuner, top));
-      const auto ranked = tuner.ranked();
-      if (!ranked.empty()) {
-        const auto& best = *ranked[0];
-        const auto fused = hfta::train::loadCheckpointModule(best.latest.checkpoint);
-        const auto path = (fs::path(options.out) / "best.pt").string();
-        hfta::saveModule(hfta::split(fused, best.latest.member), path);
-        fmt::print("\nhfta-tune: the best trial, {}, as a plain model: {}\n", best.id, path);
-      }
-      fmt::print("hfta-tune: trials.csv, metrics.csv, rungs.csv, arrays.csv and curves.svg in {}\n", options.out);
-      return 0;
-    } catch (const hfta::train::SettingError& e) {
-      throw UserError(fmt::format("{}: {}", hfta::tools::flagOf(e.setting()), e.problem()));
-    }
-  });
+  options.plan_cache = hfta::tune::defaultPlanCache();
+  if (c.workers < 1) throw UserError("--workers must be at least 1");
+  const auto journal = fs::path(options.out) / "journal.jsonl";
+  if (lead && c.resume.empty() && fs::exists(journal)) {
+    throw UserError(fmt::format("{} holds a tuning run already: go on with --resume {}, or give another --out",
+                                options.out, options.out));
+  }
+  std::error_code same_ec;
+  if (!c.resume.empty() && !fs::equivalent(c.resume, options.out, same_ec)) {
+    throw UserError(fmt::format("--resume {} and --out {} must be the same folder", c.resume, options.out));
+  }
+}
+
+// The workers: torchrun's processes, or --workers N started from here
+// (this process is rank 0), sharing every round's arrays through a pool.
+struct Workers {
+  std::optional<hfta::distributed::World> world;  // torchrun's
+  std::unique_ptr<hfta::distributed::LocalRanks> local;
+  std::unique_ptr<hfta::tune::WorkerPool> pool;
+  bool lead() const { return !world || world->rank == 0; }  // reports and writes
+};
+
+void startWorkers(Workers& workers, TuneCommand& c, const std::vector<std::string>& args) {
+  if (!workers.world && c.workers > 1) workers.local = std::make_unique<hfta::distributed::LocalRanks>(c.workers, args);
+  const auto place = workers.world   ? workers.world
+                     : workers.local ? std::optional(workers.local->world())
+                                     : std::nullopt;
+  if (!place) return;
+  workers.pool =
+      std::make_unique<hfta::tune::WorkerPool>(place->rank, place->size, hfta::distributed::connectStore(*place));
+  c.options.pool = workers.pool.get();
+  // One GPU per worker of a node, where there are several.
+  auto& device = c.options.run.options.device;
+  if (device.is_cuda() && !device.has_index()) {
+    device = c10::Device(at::kCUDA,
+                         static_cast<c10::DeviceIndex>(place->local_rank % at::detail::getCUDAHooks().deviceCount()));
+  }
+}
+
+// The leaderboard, and the best trial as a plain model.
+void report(const hfta::tune::Tuner& tuner, const TuneCommand& c) {
+  double seconds = 0;
+  int64_t replayed = 0;
+  for (const auto& a : tuner.arrays()) {
+    seconds += a.seconds;
+    replayed += a.replayed ? 1 : 0;
+  }
+  fmt::print("\nhfta-tune: {} trials in {} arrays ({} from the journal), {:.1f} s of training\n\n{}",
+             tuner.trials().size(), tuner.arrays().size(), replayed, seconds,
+             hfta::tune::tuneLeaderboard(tuner, c.top));
+  const auto ranked = tuner.ranked();
+  if (!ranked.empty()) {
+    const auto& best = *ranked[0];
+    const auto fused = hfta::train::loadCheckpointModule(best.latest.checkpoint);
+    const auto path = (fs::path(c.options.out) / "best.pt").string();
+    hfta::saveModule(hfta::split(fused, best.latest.member), path);
+    fmt::print("\nhfta-tune: the best trial, {}, as a plain model: {}\n", best.id, path);
+  }
+  fmt::print("hfta-tune: trials.csv, metrics.csv, rungs.csv, arrays.csv and curves.svg in {}\n", c.options.out);
+}
+
+int tune(TuneCommand& c, const std::vector<std::string>& args) {
+  Workers workers;
+  workers.world = hfta::distributed::worldFromEnvironment();
+  // A worker restarted by torchrun goes on with the run it was part of.
+  if (workers.world && workers.world->restart_count > 0) c.resume = c.options.out;
+  completeOptions(c, workers.lead());
+  if (!workers.lead() && std::freopen("/dev/null", "w", stdout) == nullptr) throw UserError("cannot quiet stdout");
+  startWorkers(workers, c, args);
+  hfta::tune::Tuner tuner(c.options);
+  const auto& out = c.options.out;
+  if (workers.lead() && c.resume.empty()) {
+    const nlohmann::json command = {{"cwd", fs::current_path().string()},
+                                    {"args", std::vector<std::string>(args.begin() + 1, args.end())}};
+    hfta::writeFileAtomically((fs::path(out) / "command.json").string(), command.dump() + "\n");
+  }
+  std::signal(SIGINT, requestStop);
+  std::signal(SIGTERM, requestStop);
+  const auto& algorithm = c.options.algorithm;
+  fmt::print("hfta-tune: {} over {} with R = {}, eta = {}; results in {}{}\n", algorithm.name, c.options.space,
+             algorithm.max_epochs, algorithm.eta, out,
+             c.options.pool ? fmt::format("; {} workers", c.options.pool->size()) : "");
+  bool done = tuner.run(
+      [](const std::string& line) {
+        fmt::print("hfta-tune: {}\n", line);
+        std::fflush(stdout);
+      },
+      [&] {
+        if (workers.local) workers.local->poll();  // a killed worker is replaced; a failed one ends the run
+        return g_stop.load();
+      });
+  if (workers.local) done = workers.local->wait() && done;
+  if (!workers.lead()) return done ? 0 : kExitInterrupted;
+  if (!done) {
+    fmt::print(stderr, "hfta-tune: interrupted; go on with hfta-tune --resume {}\n", out);
+    return kExitInterrupted;
+  }
+  report(tuner, c);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  hfta::keepLargeAllocations();
+  CLI::App app{"Search hyper-parameters with trials trained in fused arrays.", "hfta-tune"};
+  TuneCommand command;
+  addTuneFlags(app, command);
+  std::vector<std::string> args;
+  return hfta::tools::runTrainingTool(
+      app, argc, argv, args, [&] { return tune(command, args); }, savedCommand);
 }

@@ -10,8 +10,8 @@
 #include <map>
 #include <optional>
 
-#include "passes/hfta/hfta.h"
-#include "runtime/atomic_file.h"
+#include "support/atomic_file.h"
+#include "support/user_error.h"
 
 namespace hfta::tools {
 

@@ -16,9 +16,9 @@
 #include <map>
 #include <tuple>
 
-#include "passes/hfta/hfta.h"
-#include "passes/ir/diagnostics.h"
-#include "runtime/atomic_file.h"
+#include "hfta/io.h"
+#include "support/atomic_file.h"
+#include "support/error_summary.h"
 #include "train/setting_error.h"
 
 namespace hfta::train {
@@ -211,79 +211,48 @@ Resumed restoreCheckpointState(const c10::IValue& saved, const std::string& dir,
   }
 }
 
-GatheredCheckpoint gatherCheckpoints(const std::vector<MemberSource>& sources) {
-  if (sources.empty()) throw UserError("no members to gather into an array");
-  std::map<std::string, std::pair<torch::jit::Module, c10::IValue>> loaded;  // by folder
-  std::vector<Member> members;
-  std::vector<MemberOfState> picks;
-  for (const auto& source : sources) {
-    auto it = loaded.find(source.checkpoint);
-    if (it == loaded.end()) {
-      it = loaded
-               .emplace(source.checkpoint,
-                        std::make_pair(loadCheckpointModule(source.checkpoint), readCheckpointState(source.checkpoint)))
-               .first;
+c10::IValue gatherCheckpointStates(const std::vector<MemberOfState>& picks) {
+  auto pick = [&](const char* key) {
+    std::vector<MemberOfState> entries;
+    for (const auto& p : picks) entries.push_back({p.state.toGenericDict().at(key), p.member});
+    return entries;
+  };
+  const auto first = picks.at(0).state.toGenericDict();
+  c10::impl::GenericDict state(c10::StringType::get(), c10::AnyType::get());
+  state.insert("epochs_done", sameEntry(picks, "epochs_done", "epochs done"));
+  state.insert("batches_done", sameEntry(picks, "batches_done", "positions in their epoch"));
+  state.insert("optimizer", optim::FusedOptimizer::gather_state_dicts(pick("optimizer")));
+  for (const auto& p : picks) {
+    if (p.state.toGenericDict().contains("scheduler") != first.contains("scheduler")) {
+      throw std::invalid_argument("members trained with a schedule and without one cannot share an array");
     }
-    const auto& [module, state] = it->second;
-    if (source.member < 0 || source.member >= arraySize(module)) {
-      throw UserError(fmt::format("the checkpoint {} has {} members, not a member {}", source.checkpoint,
-                                  arraySize(module), source.member));
-    }
-    members.push_back({split(module, source.member), fmt::format("{} member {}", source.checkpoint, source.member)});
-    picks.push_back({state, source.member});
   }
-  const auto& first_dir = sources[0].checkpoint;
-  try {
-    auto pick = [&](const char* key) {
-      std::vector<MemberOfState> entries;
-      for (const auto& p : picks) entries.push_back({p.state.toGenericDict().at(key), p.member});
-      return entries;
-    };
-    const auto first = picks[0].state.toGenericDict();
-    c10::impl::GenericDict state(c10::StringType::get(), c10::AnyType::get());
-    state.insert("epochs_done", sameEntry(picks, "epochs_done", "epochs done"));
-    state.insert("batches_done", sameEntry(picks, "batches_done", "positions in their epoch"));
-    state.insert("optimizer", optim::FusedOptimizer::gather_state_dicts(pick("optimizer")));
-    for (const auto& p : picks) {
-      if (p.state.toGenericDict().contains("scheduler") != first.contains("scheduler")) {
-        throw std::invalid_argument("members trained with a schedule and without one cannot share an array");
-      }
-    }
-    if (first.contains("scheduler")) state.insert("scheduler", Schedule::gatherStates(pick("scheduler")));
-    state.insert("amp", sameEntry(picks, "amp", "mixed precision"));
-    if (first.contains("scaler")) {
-      state.insert("scaler", optim::FusedGradScaler::gather_state_dicts(pick("scaler")));
-    }
-    state.insert("skipped_steps", gatherListEntry(picks, "skipped_steps"));
-    state.insert("loss_sum", gatherListEntry(picks, "loss_sum"));
-    state.insert("diverged", gatherListEntry(picks, "diverged"));
-    // Each member's rows, numbered as in the new array.
-    std::vector<MemberEpoch> rows;
-    for (size_t b = 0; b < picks.size(); ++b) {
-      const auto dict = picks[b].state.toGenericDict();
-      const auto width =
-          dict.contains("row_width") ? static_cast<size_t>(dict.at("row_width").toInt()) : kFirstRowWidth;
-      for (auto row : rowsFromIValue(dict.at("rows"), width)) {
-        if (row.member != picks[b].member) continue;
-        row.member = static_cast<int64_t>(b);
-        rows.push_back(row);
-      }
-    }
-    std::stable_sort(rows.begin(), rows.end(), [](const MemberEpoch& a, const MemberEpoch& b) {
-      return std::tie(a.epoch, a.member) < std::tie(b.epoch, b.member);
-    });
-    state.insert("rows", rowsToIValue(rows));
-    state.insert("row_width", static_cast<int64_t>(kRowWidth));
-    state.insert("rng", first.at("rng"));
-    FuseOptions options;
-    options.shared_input = sharedInput(loaded.at(first_dir).first);
-    options.allow_single_member = true;
-    return {fuse(members, options).module, state};
-  } catch (const std::invalid_argument& e) {
-    throw UserError(fmt::format("cannot make one array of members of {} and others: {}", first_dir, e.what()));
-  } catch (const c10::Error& e) {
-    throw UserError(fmt::format("cannot make one array of members of {} and others: {}", first_dir, errorSummary(e)));
+  if (first.contains("scheduler")) state.insert("scheduler", Schedule::gatherStates(pick("scheduler")));
+  state.insert("amp", sameEntry(picks, "amp", "mixed precision"));
+  if (first.contains("scaler")) {
+    state.insert("scaler", optim::FusedGradScaler::gather_state_dicts(pick("scaler")));
   }
+  state.insert("skipped_steps", gatherListEntry(picks, "skipped_steps"));
+  state.insert("loss_sum", gatherListEntry(picks, "loss_sum"));
+  state.insert("diverged", gatherListEntry(picks, "diverged"));
+  // Each member's rows, numbered as in the new array.
+  std::vector<MemberEpoch> rows;
+  for (size_t b = 0; b < picks.size(); ++b) {
+    const auto dict = picks[b].state.toGenericDict();
+    const auto width = dict.contains("row_width") ? static_cast<size_t>(dict.at("row_width").toInt()) : kFirstRowWidth;
+    for (auto row : rowsFromIValue(dict.at("rows"), width)) {
+      if (row.member != picks[b].member) continue;
+      row.member = static_cast<int64_t>(b);
+      rows.push_back(row);
+    }
+  }
+  std::stable_sort(rows.begin(), rows.end(), [](const MemberEpoch& a, const MemberEpoch& b) {
+    return std::tie(a.epoch, a.member) < std::tie(b.epoch, b.member);
+  });
+  state.insert("rows", rowsToIValue(rows));
+  state.insert("row_width", static_cast<int64_t>(kRowWidth));
+  state.insert("rng", first.at("rng"));
+  return state;
 }
 
 }  // namespace hfta::train

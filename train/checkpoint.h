@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "runtime/optim/grad_scaler.h"
+#include "runtime/optim/member_state.h"
 #include "runtime/optim/optimizer.h"
 #include "train/schedule.h"
 #include "train/trainer.h"
@@ -53,22 +54,10 @@ c10::IValue readCheckpointState(const std::string& dir);
 Resumed restoreCheckpointState(const c10::IValue& state, const std::string& where, optim::FusedOptimizer& optimizer,
                                Schedule* schedule, const CheckpointAmp& amp);
 
-// Member `member` of the checkpoint in the folder `checkpoint`.
-struct MemberSource {
-  std::string checkpoint;
-  int64_t member = 0;
-};
-// A checkpoint of a new array whose member b is sources[b] as its
-// checkpoint left it (parameters, buffers, optimizer and schedule state,
-// loss scale, progress and metrics, renumbered): what an array that sheds
-// members, or merges the members of several, goes on from. The module is
-// fused anew from the members split out. UserError unless the sources are
-// checkpoints of one model, trained the same way, stopped after the same
-// epoch.
-struct GatheredCheckpoint {
-  torch::jit::Module module;
-  c10::IValue state;
-};
-GatheredCheckpoint gatherCheckpoints(const std::vector<MemberSource>& sources);
+// The state of a new array whose member b is member picks[b].member of the
+// checkpoint state picks[b].state (optimizer and schedule state, loss
+// scale, progress and metrics, renumbered). std::invalid_argument unless
+// the members were trained the same way and stopped after the same epoch.
+c10::IValue gatherCheckpointStates(const std::vector<MemberOfState>& picks);
 
 }  // namespace hfta::train

@@ -9,8 +9,8 @@
 #include <iterator>
 #include <tuple>
 
-#include "passes/hfta/hfta.h"
-#include "passes/ir/diagnostics.h"
+#include "support/error_summary.h"
+#include "support/user_error.h"
 #include "train/setting_error.h"
 #include "train/text_data.h"
 

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "runtime/atomic_file.h"
+#include "support/atomic_file.h"
 #include "train/setting_error.h"
 
 namespace hfta::train {

@@ -7,7 +7,7 @@
 #include <set>
 #include <stdexcept>
 
-#include "passes/hfta/hfta.h"
+#include "support/user_error.h"
 #include "train/setting_error.h"
 
 namespace hfta::train {

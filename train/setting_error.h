@@ -5,7 +5,7 @@
 // configuration: its key).
 #include <string>
 
-#include "passes/hfta/hfta.h"
+#include "support/user_error.h"
 
 namespace hfta::train {
 

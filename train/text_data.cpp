@@ -8,7 +8,7 @@
 #include <sstream>
 #include <unordered_map>
 
-#include "passes/hfta/hfta.h"
+#include "support/user_error.h"
 #include "train/setting_error.h"
 
 namespace hfta::train {

@@ -9,11 +9,11 @@
 
 #include "distributed/gradient_sum.h"
 #include "distributed/world.h"
-#include "passes/hfta/hfta.h"
-#include "passes/ir/diagnostics.h"
-#include "passes/ir/tensor_slots.h"
-#include "runtime/autocast.h"
-#include "runtime/ops.h"
+#include "hfta/io.h"
+#include "io/tensor_slots.h"
+#include "runtime/ops/autocast.h"
+#include "runtime/ops/ops.h"
+#include "support/error_summary.h"
 #include "train/setting_error.h"
 #include "train/text_data.h"
 

@@ -16,9 +16,9 @@
 #include <vector>
 
 #include "distributed/gradient_sum.h"
+#include "runtime/ops/sync_batch_norm.h"
 #include "runtime/optim/grad_scaler.h"
 #include "runtime/optim/optimizer.h"
-#include "runtime/sync_batch_norm.h"
 #include "train/dataset.h"
 #include "train/schedule.h"
 

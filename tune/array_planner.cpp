@@ -11,8 +11,8 @@
 #include <fstream>
 #include <iterator>
 
-#include "passes/hfta/hfta.h"
-#include "runtime/measurement_cache.h"
+#include "support/measurement_cache.h"
+#include "support/user_error.h"
 #include "tune/trial_config.h"
 
 namespace hfta::tune {

@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "train/run.h"
+#include "run/run.h"
 
 namespace hfta::tune {
 
@@ -45,7 +45,7 @@ struct ArrayPlan {
 ArrayPlan planArraySize(const train::RunConfig& config, int64_t cap, const std::string& cache);
 
 // Where the plans are cached: array_sizes.json in hfta's cache folder
-// (cacheFile(), runtime/measurement_cache.h).
+// (cacheFile(), support/measurement_cache.h).
 std::string defaultPlanCache();
 
 }  // namespace hfta::tune

@@ -6,8 +6,8 @@
 #include <cmath>
 #include <set>
 
-#include "passes/hfta/hfta.h"
-#include "train/optimizer_factory.h"
+#include "hfta/hfta.h"
+#include "train/optimizers.h"
 #include "train/setting_error.h"
 
 namespace hfta::tune {

@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-#include "train/run.h"
+#include "run/run.h"
 #include "tune/search_space.h"
 
 namespace hfta::tune {

@@ -8,8 +8,8 @@
 #include <cmath>
 #include <set>
 
-#include "passes/hfta/hfta.h"
-#include "runtime/atomic_file.h"
+#include "support/atomic_file.h"
+#include "support/user_error.h"
 #include "tune/tuner.h"
 
 namespace hfta::tune {

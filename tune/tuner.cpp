@@ -11,8 +11,9 @@
 #include <set>
 #include <thread>
 
-#include "runtime/atomic_file.h"
-#include "train/reinit.h"
+#include "hfta/io.h"
+#include "run/fresh_members.h"
+#include "support/atomic_file.h"
 #include "train/setting_error.h"
 #include "tune/tune_report.h"
 

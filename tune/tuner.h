@@ -25,8 +25,8 @@
 #include <string>
 #include <vector>
 
+#include "run/run.h"
 #include "train/metrics.h"
-#include "train/run.h"
 #include "tune/algorithm.h"
 #include "tune/array_planner.h"
 #include "tune/search_space.h"

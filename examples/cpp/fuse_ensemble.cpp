@@ -14,8 +14,8 @@
 #include <iostream>
 
 #include "examples/cpp/training_step.h"
-#include "passes/hfta/hfta.h"
-#include "passes/hfta/parallel.h"
+#include "hfta/hfta.h"
+#include "hfta/parallel.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"Fuse the ensemble inside a scripted module and time a training step", "fuse_ensemble"};

@@ -20,7 +20,7 @@
 #include <sstream>
 
 #include "examples/cpp/training_step.h"
-#include "passes/hfta/register.h"
+#include "hfta/register.h"
 
 namespace {
 

@@ -1,7 +1,8 @@
-// The module level of hfta::fuse and hfta::split: mirror the members' module
-// hierarchy as new classes with stacked (or, for split, sliced) tensors, and
-// give the root class the fused forward. The members' own code is kept, as
-// the method below, so that split can give a member back as a plain module.
+// The module level of hfta::fuse: mirror the members' module hierarchy as
+// new classes with stacked tensors (io/module_mirror.h), and give the root
+// class the fused forward. The members' own code is kept, as the method
+// record::kMemberForward, so that hfta::split (io/split.cpp) can give a
+// member back as a plain module.
 #include <fmt/format.h>
 #include <torch/csrc/jit/passes/lower_tuples.h>
 #include <torch/csrc/jit/python/update_graph_executor_opt.h>
@@ -12,32 +13,22 @@
 #include <cstring>
 #include <map>
 #include <thread>
-#include <unordered_map>
 
+#include "hfta/hfta.h"
+#include "io/fused_record.h"
+#include "io/module_mirror.h"
+#include "io/tensor_slots.h"
 #include "passes/fuse/graph_fuser.h"
-#include "passes/hfta/hfta.h"
-#include "passes/ir/diagnostics.h"
 #include "passes/ir/inline_calls.h"
-#include "passes/ir/tensor_slots.h"
 #include "passes/ir/walk.h"
 #include "passes/verify/lockstep.h"
+#include "support/torch_types.h"
 
 namespace hfta {
 namespace {
 
 using torch::jit::Graph;
 using torch::jit::Module;
-
-constexpr const char* kArraySizeAttr = "hfta_array_size";
-constexpr const char* kSourcesAttr = "hfta_sources";
-constexpr const char* kSharedInputAttr = "hfta_shared_input";
-// One member's inlined forward, on member-shaped tensors: what split returns.
-constexpr const char* kMemberForward = "hfta_member_forward";
-constexpr const char* kFusedNamespace = "__torch__.hfta_fused.";
-
-using ClassMap = std::unordered_map<c10::ClassTypePtr, c10::ClassTypePtr>;
-// Makes the new module's tensor from the source module's tensor at one slot.
-using TensorMaker = std::function<at::Tensor(const at::Tensor&)>;
 
 std::shared_ptr<Graph> inlinedForward(const Member& member, const std::string& name) {
   auto forward = member.module.find_method("forward");
@@ -54,87 +45,6 @@ std::shared_ptr<Graph> inlinedForward(const Member& member, const std::string& n
   // returns several values leaves) would hide their elements' layouts.
   torch::jit::LowerSimpleTuples(graph);
   return graph;
-}
-
-// The new module's tensors, one per source tensor: a tensor the source
-// holds in several slots (a tied weight, a list of parameters) is one
-// tensor in the new module too, so its uses share one gradient.
-class TensorMemo {
- public:
-  explicit TensorMemo(TensorMaker make) : make_(std::move(make)) {}
-  at::Tensor operator()(const at::Tensor& source) {
-    if (!source.defined()) return source;
-    auto [it, fresh] = made_.emplace(source.unsafeGetTensorImpl(), at::Tensor());
-    if (fresh) it->second = make_(source);
-    return it->second;
-  }
-
- private:
-  TensorMaker make_;
-  std::unordered_map<const c10::TensorImpl*, at::Tensor> made_;
-};
-
-// Builds a module mirroring `source`, with tensors from `tensors` and the
-// other attributes copied.
-Module mirror(const Module& source, const std::shared_ptr<torch::jit::CompilationUnit>& cu, ClassMap& classes,
-              const std::function<std::string(const std::string&)>& class_name, TensorMemo& tensors, bool is_root) {
-  const auto src_type = source.type();
-  auto known = classes.find(src_type);
-  Module out = known != classes.end() ? Module(cu, known->second)
-                                      : Module(c10::QualifiedName(class_name(src_type->name()->qualifiedName())), cu,
-                                               /*shouldMangle=*/true);
-  classes.emplace(src_type, out.type());
-  for (size_t slot = 0; slot < src_type->numAttributes(); ++slot) {
-    const auto name = src_type->getAttributeName(slot);
-    if (is_root && name.rfind("hfta_", 0) == 0) continue;  // a fused module's own record
-    const auto type = src_type->getAttribute(slot);
-    const auto value = source._ivalue()->getSlot(slot);
-    const bool is_parameter = src_type->is_parameter(slot), is_buffer = src_type->is_buffer(slot);
-    if (value.isModule()) {
-      out.register_module(name, mirror(value.toModule(), cu, classes, class_name, tensors, false));
-    } else if (value.isTensor()) {
-      out.register_attribute(name, type, tensors(value.toTensor()), is_parameter, is_buffer);
-    } else if (value.isTensorList()) {
-      // nn.LSTM's _flat_weights (its parameters again), a user's List[Tensor].
-      c10::List<at::Tensor> list;
-      for (const at::Tensor& t : value.toTensorList()) list.push_back(tensors(t));
-      out.register_attribute(name, type, list, is_parameter, is_buffer);
-    } else {
-      // None in an Optional[Tensor] slot (a conv without bias) is the same in
-      // every member (lockstep matching checked it).
-      if (containsTensor(type) && !value.isNone()) {
-        throw UserError(
-            fmt::format("attribute `{}` of {} holds tensors inside a {}; hfta fuses tensors, lists of tensors, "
-                        "parameters and buffers. Store the tensors as separate buffers or in a List[Tensor].",
-                        name, src_type->name()->qualifiedName(), type->annotation_str()));
-      }
-      out.register_attribute(name, type, value, is_parameter, is_buffer);
-    }
-  }
-  return out;
-}
-
-// Values of the members' classes take the new module's classes.
-void retypeBlock(torch::jit::Block* block, const ClassMap& classes) {
-  auto retype = [&](torch::jit::Value* v) {
-    if (auto cls = v->type()->cast<c10::ClassType>()) {
-      auto it = classes.find(cls);
-      if (it != classes.end()) v->setType(it->second);
-    }
-  };
-  for (auto* v : block->inputs()) retype(v);
-  forEachNode(block, [&](torch::jit::Node* node) {
-    for (auto* v : node->outputs()) retype(v);
-    for (auto* inner : node->blocks()) {
-      for (auto* v : inner->inputs()) retype(v);
-    }
-  });
-}
-
-void addMethod(Module& module, const std::string& name, const std::shared_ptr<Graph>& graph) {
-  auto* fn =
-      module._ivalue()->compilation_unit()->create_function(c10::QualifiedName(*module.type()->name(), name), graph);
-  module.type()->addMethod(fn);
 }
 
 std::string memberName(int64_t b, const std::string& source) { return fmt::format("model {} ({})", b, source); }
@@ -244,7 +154,7 @@ FusionResult fuseFrom(int64_t array_size, const std::function<Member(int64_t)>& 
   });
   auto fused_name = [](const std::string& name) {
     const std::string plain = withoutMangling(name);
-    return kFusedNamespace + plain.substr(plain.rfind("__torch__.", 0) == 0 ? 10 : 0);
+    return record::kFusedClassPrefix + plain.substr(plain.rfind("__torch__.", 0) == 0 ? 10 : 0);
   };
   Module fused = mirror(first.module, cu, classes, fused_name, stack, true);
   const auto stacked = tensorsByName(fused);
@@ -264,15 +174,15 @@ FusionResult fuseFrom(int64_t array_size, const std::function<Member(int64_t)>& 
   }
   FusionResult result{fused, {}};
   auto forward = fuseMemberGraph(tmpl, array_size, input_kinds, result.report);
-  retypeBlock(forward->block(), classes);
+  retypeGraph(*forward, classes);
   addMethod(fused, "forward", forward);
   auto member_forward = first.graph->copy();
-  retypeBlock(member_forward->block(), classes);
-  addMethod(fused, kMemberForward, member_forward);
+  retypeGraph(*member_forward, classes);
+  addMethod(fused, record::kMemberForward, member_forward);
 
-  fused.register_attribute(kArraySizeAttr, c10::IntType::get(), array_size);
-  fused.register_attribute(kSourcesAttr, c10::ListType::ofStrings(), c10::List<std::string>(sources));
-  fused.register_attribute(kSharedInputAttr, c10::BoolType::get(), options.shared_input);
+  fused.register_attribute(record::kArraySize, c10::IntType::get(), array_size);
+  fused.register_attribute(record::kSources, c10::ListType::ofStrings(), c10::List<std::string>(sources));
+  fused.register_attribute(record::kSharedInput, c10::BoolType::get(), options.shared_input);
   return result;
 }
 
@@ -286,48 +196,6 @@ FusionResult fuse(const std::vector<Member>& members, const FuseOptions& options
 FusionResult fuseFiles(const std::vector<std::string>& paths, const FuseOptions& options) {
   return fuseFrom(
       static_cast<int64_t>(paths.size()), [&](int64_t b) { return loadMember(paths[b], b); }, options);
-}
-
-bool isFused(const Module& module) {
-  return module.hasattr(kArraySizeAttr) && module.find_method(kMemberForward).has_value();
-}
-
-bool sharedInput(const Module& fused) {
-  return arraySize(fused) > 0 && fused.hasattr(kSharedInputAttr) && fused.attr(kSharedInputAttr).toBool();
-}
-
-int64_t arraySize(const Module& fused) {
-  if (!isFused(fused)) {
-    throw UserError(
-        "this module was not made by hfta-fuse (it has no hfta_array_size); "
-        "pass the fused .pt that hfta-fuse wrote");
-  }
-  return fused.attr(kArraySizeAttr).toInt();
-}
-
-Module split(const Module& fused, int64_t index) {
-  const int64_t array_size = arraySize(fused);
-  if (index < 0 || index >= array_size) {
-    throw UserError(
-        fmt::format("member index {} is out of range: this fused module has {} members "
-                    "(0 to {})",
-                    index, array_size, array_size - 1));
-  }
-  auto cu = std::make_shared<torch::jit::CompilationUnit>();
-  ClassMap classes;
-  TensorMemo slice([index](const at::Tensor& stacked) {
-    return stacked.select(0, index).detach().clone().requires_grad_(stacked.requires_grad());
-  });
-  auto plain_name = [](const std::string& name) {
-    const std::string plain = withoutMangling(name);
-    const std::string prefix = kFusedNamespace;
-    return plain.rfind(prefix, 0) == 0 ? "__torch__." + plain.substr(prefix.size()) : plain;
-  };
-  Module member = mirror(fused, cu, classes, plain_name, slice, true);
-  auto forward = fused.get_method(kMemberForward).graph()->copy();
-  retypeBlock(forward->block(), classes);
-  addMethod(member, "forward", forward);
-  return member;
 }
 
 }  // namespace hfta

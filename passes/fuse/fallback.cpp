@@ -8,7 +8,8 @@
 #include "passes/ir/diagnostics.h"
 #include "passes/ir/walk.h"
 #include "passes/ir/writes.h"
-#include "runtime/op_kinds.h"
+#include "runtime/ops/op_kinds.h"
+#include "support/torch_types.h"
 
 namespace hfta {
 namespace {

@@ -11,7 +11,8 @@
 #include "passes/ir/stack_members.h"
 #include "passes/ir/walk.h"
 #include "passes/ir/writes.h"
-#include "runtime/op_kinds.h"
+#include "runtime/ops/op_kinds.h"
+#include "support/torch_types.h"
 
 namespace hfta {
 
@@ -42,14 +43,6 @@ bool isStackedAttribute(const c10::TypePtr& type) {
   if (isTensorLike(type)) return true;
   const auto list = type->cast<c10::ListType>();
   return list && list->getElementType()->kind() == c10::TypeKind::TensorType;
-}
-
-bool containsTensor(const c10::TypePtr& type) {
-  if (type->kind() == c10::TypeKind::TensorType) return true;
-  for (const auto& contained : type->containedTypes()) {
-    if (containsTensor(contained)) return true;
-  }
-  return false;
 }
 
 GraphFuser::GraphFuser(Graph& fused, int64_t array_size, FusionReport& report)

@@ -27,7 +27,7 @@
 #include <unordered_set>
 #include <vector>
 
-#include "passes/hfta/hfta.h"
+#include "hfta/hfta.h"
 #include "passes/ir/stack_members.h"
 
 namespace hfta {
@@ -45,8 +45,6 @@ struct FusedValue {
 // True for the attribute types a fused module stacks: Tensor, Optional[Tensor]
 // and List[Tensor] (each element stacked).
 bool isStackedAttribute(const c10::TypePtr& type);
-// True if `type` has a tensor anywhere inside (tuples, lists, optionals).
-bool containsTensor(const c10::TypePtr& type);
 
 class GraphFuser {
  public:

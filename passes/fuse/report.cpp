@@ -3,7 +3,7 @@
 
 #include <map>
 
-#include "passes/hfta/hfta.h"
+#include "hfta/hfta.h"
 
 namespace hfta {
 namespace {

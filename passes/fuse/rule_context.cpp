@@ -4,7 +4,8 @@
 
 #include <algorithm>
 
-#include "runtime/op_kinds.h"
+#include "runtime/ops/op_kinds.h"
+#include "support/torch_types.h"
 
 namespace hfta {
 

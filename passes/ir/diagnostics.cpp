@@ -2,8 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <regex>
-
 namespace hfta {
 namespace {
 
@@ -51,22 +49,5 @@ std::string describeNode(const torch::jit::Node* node) {
   text = trimmed(text.substr(0, text.find('\n')));
   return fmt::format("`{}` at {}: `{}`", node->kind().toQualString(), where, text);
 }
-
-std::string withoutMangling(const std::string& name) {
-  static const std::regex kMangle(R"(___torch_mangle_\d+\.)");
-  return std::regex_replace(name, kMangle, "");
-}
-
-std::string errorSummary(const std::exception& error) {
-  const auto* c10_error = dynamic_cast<const c10::Error*>(&error);
-  std::string text = c10_error != nullptr ? c10_error->what_without_backtrace() : error.what();
-  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
-  if (text.rfind("The following operation failed in the TorchScript interpreter", 0) == 0) {
-    return text.substr(text.rfind('\n') + 1);
-  }
-  return text.substr(0, text.find('\n'));
-}
-
-std::string demangledTypeName(const c10::TypePtr& type) { return withoutMangling(type->annotation_str()); }
 
 }  // namespace hfta

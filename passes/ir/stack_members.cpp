@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "runtime/op_kinds.h"
+#include "runtime/ops/op_kinds.h"
 
 namespace hfta {
 

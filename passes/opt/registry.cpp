@@ -8,12 +8,13 @@
 
 #include <algorithm>
 
+#include "hfta/hfta.h"
+#include "hfta/parallel.h"
 #include "passes/fuse/graph_fuser.h"
-#include "passes/hfta/hfta.h"
-#include "passes/hfta/parallel.h"
-#include "passes/ir/diagnostics.h"
 #include "passes/ir/executor_graph.h"
 #include "passes/ir/walk.h"
+#include "support/error_summary.h"
+#include "support/torch_types.h"
 
 namespace hfta {
 namespace {

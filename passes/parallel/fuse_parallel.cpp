@@ -6,12 +6,12 @@
 #include <set>
 #include <sstream>
 
-#include "passes/hfta/hfta.h"
-#include "passes/hfta/parallel.h"
-#include "passes/ir/diagnostics.h"
+#include "hfta/hfta.h"
+#include "hfta/parallel.h"
+#include "io/tensor_slots.h"
 #include "passes/ir/inline_calls.h"
-#include "passes/ir/tensor_slots.h"
 #include "passes/parallel/members.h"
+#include "support/torch_types.h"
 
 namespace hfta {
 namespace {

@@ -7,15 +7,16 @@
 #include <set>
 #include <unordered_map>
 
+#include "hfta/parallel.h"
 #include "passes/fuse/graph_fuser.h"
-#include "passes/hfta/parallel.h"
 #include "passes/ir/diagnostics.h"
 #include "passes/ir/stack_members.h"
 #include "passes/ir/walk.h"
 #include "passes/ir/writes.h"
 #include "passes/parallel/members.h"
 #include "passes/verify/lockstep.h"
-#include "runtime/op_kinds.h"
+#include "runtime/ops/op_kinds.h"
+#include "support/torch_types.h"
 
 namespace hfta {
 namespace {

@@ -9,6 +9,7 @@
 #include "passes/ir/diagnostics.h"
 #include "passes/ir/walk.h"
 #include "passes/ir/writes.h"
+#include "support/torch_types.h"
 
 namespace hfta::parallel {
 

@@ -7,8 +7,8 @@
 #include <iostream>
 #include <mutex>
 
-#include "passes/hfta/parallel.h"
-#include "passes/hfta/register.h"
+#include "hfta/parallel.h"
+#include "hfta/register.h"
 
 namespace hfta {
 namespace {

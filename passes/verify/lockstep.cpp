@@ -6,9 +6,10 @@
 
 #include <unordered_map>
 
-#include "passes/hfta/hfta.h"
+#include "hfta/hfta.h"
+#include "io/tensor_slots.h"
 #include "passes/ir/diagnostics.h"
-#include "passes/ir/tensor_slots.h"
+#include "support/torch_types.h"
 
 namespace hfta {
 namespace {

@@ -8,7 +8,7 @@
 
 #include <vector>
 
-#include "runtime/per_member.h"
+#include "runtime/optim/per_member.h"
 
 namespace hfta::optim {
 

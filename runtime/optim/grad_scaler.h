@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "runtime/optim/optimizer.h"
-#include "runtime/per_member.h"
+#include "runtime/optim/per_member.h"
 
 namespace hfta::optim {
 

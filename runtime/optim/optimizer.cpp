@@ -8,7 +8,7 @@
 #include <iterator>
 #include <stdexcept>
 
-#include "runtime/atomic_file.h"
+#include "support/atomic_file.h"
 
 namespace hfta::optim {
 

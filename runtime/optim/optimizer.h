@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "runtime/member_state.h"
 #include "runtime/optim/cpu_loop.h"
+#include "runtime/optim/member_state.h"
 #include "runtime/optim/multi_tensor.h"
-#include "runtime/per_member.h"
+#include "runtime/optim/per_member.h"
 
 namespace hfta::optim {
 

@@ -30,7 +30,7 @@
 #include <random>
 #include <sstream>
 
-#include "passes/hfta/hfta.h"
+#include "hfta/hfta.h"
 #include "passes/opt/registry.h"
 
 namespace {

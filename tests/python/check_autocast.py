@@ -6,7 +6,7 @@ eval-mode forward against each member alone under the same autocast, with
 the member's dtypes. ctest runs it on the CPU in bfloat16;
 scripts/gpu_check.sh on CUDA in float16 and bfloat16.
 
-Tolerances (tests/autocast_test.cpp says why): the distance the member's
+Tolerances (tests/passes/autocast_test.cpp says why): the distance the member's
 own autocast moves it from float32 measures how far the network carries a
 rounding of the low dtype; fusion changes only some roundings by one unit
 in the last place, so it must stay within max(2 ulps of the largest value,

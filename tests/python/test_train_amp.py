@@ -4,7 +4,7 @@
    CNN trained fused with --amp (bfloat16; and float16 with a loss scale
    per member) have the metrics each has when trained alone with the same
    flags (--array-size 1). Tolerance: fusion changes some bfloat16/float16
-   roundings by one unit in the last place (tests/autocast_test.cpp), and
+   roundings by one unit in the last place (tests/passes/autocast_test.cpp), and
    training carries such a change on as it carries any rounding of the low
    dtype; how far, this test measures per member as the distance between
    its run alone with and without --amp. Fusion must stay within that

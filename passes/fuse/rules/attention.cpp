@@ -22,7 +22,7 @@
 // mask_check=False the encoder would skip that check: the fused graph then
 // stops with a message saying so.
 #include "passes/fuse/rules/rules.h"
-#include "runtime/op_kinds.h"
+#include "runtime/ops/op_kinds.h"
 
 namespace hfta {
 namespace {

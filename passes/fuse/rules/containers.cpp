@@ -3,6 +3,7 @@
 // unpacking or indexing one gives Arrays back. cat and stack then work on
 // member dims as the shape rules do.
 #include "passes/fuse/rules/rules.h"
+#include "support/torch_types.h"
 
 namespace hfta {
 namespace {

@@ -20,6 +20,7 @@
 #include <string>
 
 #include "passes/fuse/rules/rules.h"
+#include "support/torch_types.h"
 
 namespace hfta {
 namespace {

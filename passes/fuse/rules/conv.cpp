@@ -7,7 +7,7 @@
 //   %y = aten::conv2d(%x, %w, %b, %stride, %pad, %dil, %groups)
 //     ->  %y = hfta::conv(%x_folded, %w, %b, %stride, %pad, %dil, %groups)   # Folded
 #include "passes/fuse/rules/rules.h"
-#include "runtime/op_kinds.h"
+#include "runtime/ops/op_kinds.h"
 
 namespace hfta {
 namespace {

@@ -9,7 +9,7 @@
 //        x: [N, F], bias: [F]                %c = hfta::align(%bias, %x)   # [B, 1, F]
 //                                            %z = aten::add(%a, %c, %alpha)
 #include "passes/fuse/rules/rules.h"
-#include "runtime/op_kinds.h"
+#include "runtime/ops/op_kinds.h"
 
 namespace hfta {
 namespace {

@@ -8,7 +8,7 @@
 //   %y = aten::embedding(%w, %ids, %pad, %freq, %sparse)
 //     ->  %y = hfta::embedding(%w : [B, V, D], %ids : [B|1, N, L], %pad, %freq, %sparse)
 #include "passes/fuse/rules/rules.h"
-#include "runtime/op_kinds.h"
+#include "runtime/ops/op_kinds.h"
 
 namespace hfta {
 namespace {

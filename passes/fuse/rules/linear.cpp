@@ -10,7 +10,7 @@
 #include <string>
 
 #include "passes/fuse/rules/rules.h"
-#include "runtime/op_kinds.h"
+#include "runtime/ops/op_kinds.h"
 
 namespace hfta {
 namespace {

@@ -25,7 +25,7 @@
 //   %y = aten::group_norm(%x, %G, %w, %b, %eps, %cudnn)
 //     ->  %y = hfta::group_norm(%x_folded, %G, %w, %b, %eps, %cudnn, B)           # Folded
 #include "passes/fuse/rules/rules.h"
-#include "runtime/op_kinds.h"
+#include "runtime/ops/op_kinds.h"
 
 namespace hfta {
 namespace {

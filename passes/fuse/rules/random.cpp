@@ -27,7 +27,7 @@
 #include <algorithm>
 
 #include "passes/fuse/rules/rules.h"
-#include "runtime/op_kinds.h"
+#include "runtime/ops/op_kinds.h"
 
 namespace hfta {
 namespace {

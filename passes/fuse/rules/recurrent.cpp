@@ -3,7 +3,7 @@
 // _flat_weights list, stacked element by element ([B, ...] each); the
 // initial state is the members' own, or the zeros nn.LSTM makes, which all
 // members share ([1, ...] views, expanded). Every time step runs all
-// members at once (runtime/recurrent_ops.cpp).
+// members at once (runtime/ops/recurrent_ops.cpp).
 //
 //   %out, %h, %c = aten::lstm(%x, %hx, %flat_weights, %bias, %layers, %p, %train, %bidir, %batch_first)
 //     ->  %out, %h, %c = hfta::lstm(%x : [B, N, T, I], %hx, %flat_weights : [B, ...] each, ...)
@@ -11,7 +11,7 @@
 // Packed sequences (aten::lstm.data and friends: the batch sizes may differ
 // per member) run per member.
 #include "passes/fuse/rules/rules.h"
-#include "runtime/op_kinds.h"
+#include "runtime/ops/op_kinds.h"
 
 namespace hfta {
 namespace {

@@ -10,7 +10,7 @@
 //   %d = aten::dim(%x)           ->  %e = aten::dim(%x); %d = aten::sub(%e, %c1)
 //   %y = aten::view(%x, %shape)  ->  %s = aten::add(%cB, %shape); %y = aten::view(%x, %s)
 #include "passes/fuse/rules/rules.h"
-#include "runtime/op_kinds.h"
+#include "runtime/ops/op_kinds.h"
 
 namespace hfta {
 namespace {

@@ -1,0 +1,171 @@
+#include "runtime/ops/autotune.h"
+
+#include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
+#ifdef HFTA_WITH_CUDA
+#include <ATen/cuda/CUDAContext.h>
+#endif
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <optional>
+
+#include "support/measurement_cache.h"
+
+namespace hfta::autotune {
+namespace {
+
+// Timed runs per candidate after the warm-up: the median of 3 shrugs off
+// one run that another process on a shared machine slowed down. A
+// candidate whose run takes kHopeless times the best median so far stops
+// there: it will not win, and forms that lose tend to lose by far (a
+// grouped convolution's weight gradient at 2.4x), so measuring costs little
+// more than running the winner.
+constexpr int kRepeats = 3;
+constexpr double kHopeless = 3.0;
+
+struct State {
+  std::mutex mutex;
+  std::optional<bool> enabled;
+  std::optional<std::string> cache_path;
+  bool loaded = false;
+  std::map<std::string, size_t> chosen;
+};
+
+State& state() {
+  static State s;
+  return s;
+}
+
+std::string pathLocked(State& s) {
+  if (!s.cache_path) s.cache_path = cacheFile("forms.json");
+  return *s.cache_path;
+}
+
+void loadLocked(State& s) {
+  if (s.loaded) return;
+  s.loaded = true;
+  const auto path = pathLocked(s);
+  if (path.empty()) return;
+  const auto cache = readCacheFile(path);  // (items() of a temporary would dangle)
+  for (const auto& [key, entry] : cache.items()) {
+    if (entry.is_object() && entry.contains("form") && entry["form"].is_number_unsigned()) {
+      s.chosen[key] = entry["form"].get<size_t>();
+    }
+  }
+}
+
+// The median time of `run` over kRepeats runs after a warm-up, or the time
+// of the first run that is hopeless against `best` (a median already taken).
+double medianSeconds(const std::function<void()>& run, std::optional<double> best) {
+  using Clock = std::chrono::steady_clock;
+  run();  // warm-up: first-use allocations, kernel selection
+  std::vector<double> times;
+  for (int r = 0; r < kRepeats; ++r) {
+    const auto start = Clock::now();
+    run();
+    times.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+    if (best && times.back() > kHopeless * *best) return times.back();
+  }
+  std::nth_element(times.begin(), times.begin() + kRepeats / 2, times.end());
+  return times[kRepeats / 2];
+}
+
+}  // namespace
+
+bool enabled() {
+  auto& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (!s.enabled) {
+    const char* env = std::getenv("HFTA_AUTOTUNE");
+    s.enabled = env == nullptr || std::string(env) != "0";
+  }
+  return *s.enabled;
+}
+
+void setEnabled(bool on) {
+  auto& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.enabled = on;
+}
+
+std::string cachePath() {
+  auto& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  return pathLocked(s);
+}
+
+void setCachePath(const std::string& path) {
+  auto& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.cache_path = path;
+  s.loaded = false;
+  s.chosen.clear();
+}
+
+void forget() {
+  auto& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.loaded = false;
+  s.chosen.clear();
+}
+
+std::string machine(const c10::Device& device) {
+  if (!device.is_cuda()) return processorModel();
+#ifdef HFTA_WITH_CUDA
+  return at::cuda::getDeviceProperties(device.has_index() ? device.index() : at::cuda::current_device())->name;
+#else
+  return "cuda";  // (a build without CUDA runs nothing there)
+#endif
+}
+
+bool recordsGradients() { return at::GradMode::is_enabled() && !c10::InferenceMode::is_enabled(); }
+
+std::function<void()> candidate(const std::vector<at::Tensor>& tensors, bool backward, Form form) {
+  return [tensors, backward, form = std::move(form)] {
+    std::vector<at::Tensor> copies;
+    for (const auto& t : tensors) {
+      copies.push_back(t.defined() ? t.detach() : t);
+      if (backward && t.defined() && t.is_floating_point()) copies.back().requires_grad_();
+    }
+    const auto y = form(copies);
+    if (backward) y.sum().backward();
+    if (y.is_cuda()) y.cpu();  // waits for the device
+  };
+}
+
+size_t choose(const std::string& key, size_t heuristic, const std::vector<std::function<void()>>& candidates) {
+  if (!enabled() || candidates.size() < 2) return heuristic;
+  auto& s = state();
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    loadLocked(s);
+    const auto it = s.chosen.find(key);
+    if (it != s.chosen.end() && it->second < candidates.size()) return it->second;
+  }
+  // Measured outside the lock: a candidate may itself call choose().
+  std::vector<double> seconds;
+  std::optional<size_t> fastest;
+  for (size_t c = 0; c < candidates.size(); ++c) {
+    double t = -1;
+    try {
+      t = medianSeconds(candidates[c], fastest ? std::optional(seconds[*fastest]) : std::nullopt);
+    } catch (const std::exception&) {
+      // A form this input cannot take is not a choice.
+    }
+    seconds.push_back(t);
+    if (t >= 0 && (!fastest || t < seconds[*fastest])) fastest = c;
+  }
+  const size_t best = fastest.value_or(heuristic);
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.chosen[key] = best;
+  if (const auto path = pathLocked(s); !path.empty()) {
+    updateCacheFile(path, key, {{"form", best}, {"median_seconds", seconds}});
+  }
+  return best;
+}
+
+}  // namespace hfta::autotune

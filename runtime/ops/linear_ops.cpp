@@ -1,0 +1,124 @@
+// Per-member matrix products, lowered to one batched GEMM (bmm/baddbmm) or
+// B GEMMs, whichever is faster here, or, when every member sees the same
+// input, to one broadcast matmul.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <atomic>
+
+#include "runtime/ops/autotune.h"
+#include "runtime/ops/ops.h"
+
+namespace hfta::ops {
+namespace {
+
+// Member dims of a stacked tensor.
+int64_t memberDim(const at::Tensor& t) { return t.dim() - 1; }
+
+std::atomic<LinearForm> forced_linear_form{LinearForm::Chosen};
+
+// x [B, M, in], weight [B, out, in], bias [B, out] or undefined -> [B, M, out].
+at::Tensor runForm(LinearForm form, const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
+  if (form == LinearForm::PerMember) {
+    // unbind and stack: their backward is one stack and one unbind, not B
+    // zero-filled whole-sized gradients (conv_ops.cpp's per-member form).
+    const auto xs = x.unbind(0), ws = weight.unbind(0);
+    const auto bs = bias.defined() ? bias.unbind(0) : std::vector<at::Tensor>(xs.size());
+    std::vector<at::Tensor> ys;
+    for (size_t m = 0; m < xs.size(); ++m) ys.push_back(at::linear(xs[m], ws[m], bs[m]));
+    return at::stack(ys);
+  }
+  const auto w_t = weight.transpose(1, 2);  // [B, in, out]
+  return bias.defined() ? at::baddbmm(bias.unsqueeze(1), x, w_t) : at::bmm(x, w_t);
+}
+
+// As forced, else the faster form measured here for these shapes (forward
+// and, where gradients are on, backward), else Batched: one launch, and on
+// the processors measured (bench/README.md) within a few percent of B
+// GEMMs where it is not ahead.
+LinearForm chooseForm(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
+  const auto forced = forced_linear_form.load();
+  if (forced != LinearForm::Chosen) return forced;
+  if (!autotune::enabled()) return LinearForm::Batched;
+  const bool backward = autotune::recordsGradients();
+  const auto key = fmt::format("hfta::linear|in [{}]|weight [{}]|bias {}|{}|{}|{}|forms batched,per-member|{}",
+                               fmt::join(x.sizes(), ","), fmt::join(weight.sizes(), ","), bias.defined(),
+                               c10::toString(x.scalar_type()), x.device().str(),
+                               backward ? "forward+backward" : "forward", autotune::machine(x.device()));
+  const std::vector<LinearForm> forms{LinearForm::Batched, LinearForm::PerMember};
+  std::vector<std::function<void()>> candidates;
+  for (const auto form : forms) {
+    candidates.push_back(autotune::candidate({x, weight, bias}, backward, [form](const std::vector<at::Tensor>& t) {
+      return runForm(form, t[0], t[1], t[2]);
+    }));
+  }
+  return forms[autotune::choose(key, 0, candidates)];
+}
+
+}  // namespace
+
+LinearForm linearForm() { return forced_linear_form.load(); }
+void setLinearForm(LinearForm form) { forced_linear_form = form; }
+
+at::Tensor linear(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias) {
+  TORCH_CHECK(weight.dim() == 3, "hfta::linear: weight must be [B, out, in], got ", weight.sizes());
+  TORCH_CHECK(input.dim() >= 2, "hfta::linear: input must be [B, ..., in], got ", input.sizes());
+  const int64_t members = weight.size(0);
+  const int64_t in_features = weight.size(2);
+  const int64_t out_features = weight.size(1);
+  TORCH_CHECK(input.size(0) == members || input.size(0) == 1, "hfta::linear: input has ", input.size(0),
+              " members, weight ", members);
+
+  // [B|1, *, in] -> [B|1, M, in], remembering * to restore it.
+  std::vector<int64_t> out_sizes{members};
+  for (int64_t d = 1; d + 1 < input.dim(); ++d) out_sizes.push_back(input.size(d));
+  out_sizes.push_back(out_features);
+  const auto x = input.reshape({input.size(0), -1, in_features});
+  const auto b = bias.value_or(at::Tensor());
+  if (x.size(0) == members) return runForm(chooseForm(x, weight, b), x, weight, b).reshape(out_sizes);
+  // Shared input: [M, in] @ [B, in, out] broadcasts to [B, M, out].
+  auto y = at::matmul(x.select(0, 0), weight.transpose(1, 2));
+  if (b.defined()) y = y + b.unsqueeze(1);
+  return y.reshape(out_sizes);
+}
+
+at::Tensor matmul(const at::Tensor& self, const at::Tensor& other) {
+  TORCH_CHECK(self.dim() >= 2 && other.dim() >= 2,
+              "hfta::matmul: operands must be stacked tensors with at least one member dim");
+  const bool self_vector = memberDim(self) == 1;
+  const bool other_vector = memberDim(other) == 1;
+  auto a = self_vector ? self.unsqueeze(-2) : self;     // [B, 1, k]
+  auto b = other_vector ? other.unsqueeze(-1) : other;  // [B, k, 1]
+  auto y = at::matmul(align(a, b), align(b, a));
+  if (other_vector) y = y.squeeze(-1);
+  if (self_vector) y = y.squeeze(-1 - (other_vector ? 0 : 1));
+  return y;
+}
+
+at::Tensor addmm(const at::Tensor& self, const at::Tensor& mat1, const at::Tensor& mat2, const at::Scalar& beta,
+                 const at::Scalar& alpha) {
+  TORCH_CHECK(mat1.dim() == 3 && mat2.dim() == 3, "hfta::addmm: mat1 and mat2 must be stacked matrices [B, n, m]");
+  const int64_t members = std::max(mat1.size(0), mat2.size(0));
+  return at::baddbmm(align(self, mat1), expand_members(mat1, members), expand_members(mat2, members), beta, alpha);
+}
+
+at::Tensor baddbmm(const at::Tensor& self, const at::Tensor& batch1, const at::Tensor& batch2, const at::Scalar& beta,
+                   const at::Scalar& alpha) {
+  TORCH_CHECK(batch1.dim() == 4 && batch2.dim() == 4,
+              "hfta::baddbmm: batch1 and batch2 must be stacked batches of matrices [B, N, n, m]");
+  const int64_t members = std::max({self.size(0), batch1.size(0), batch2.size(0)});
+  const auto b1 = expand_members(batch1, members);
+  const auto b2 = expand_members(batch2, members);
+  // One baddbmm over the members' batches: [B*N, n, m] @ [B*N, m, p].
+  auto sizes = b1.sizes().vec();
+  sizes.back() = b2.size(-1);
+  const auto input = align(self, b1).expand(sizes).reshape({-1, sizes[2], sizes[3]});
+  return at::baddbmm(input, b1.flatten(0, 1), b2.flatten(0, 1), beta, alpha).view(sizes);
+}
+
+at::Tensor t(const at::Tensor& self) {
+  TORCH_CHECK(memberDim(self) <= 2, "hfta::t: members have ", memberDim(self), " dims; t() expects at most 2");
+  return memberDim(self) < 2 ? self.alias() : self.transpose(1, 2);
+}
+
+}  // namespace hfta::ops

@@ -1,0 +1,161 @@
+// The autotuner (runtime/ops/autotune.h): the faster candidate wins and is
+// remembered, in memory and on disk; off, the heuristic decides; and
+// hfta::conv's measured form computes what both forms compute.
+#include "runtime/ops/autotune.h"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "runtime/ops/ops.h"
+#include "support/atomic_file.h"
+#include "tests/test_support.h"
+
+namespace hfta {
+namespace {
+
+namespace fs = std::filesystem;
+
+class Autotune : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / fmt::format("hfta_autotune_{}", ::getpid());
+    autotune::setCachePath((dir_ / "forms.json").string());
+    autotune::setEnabled(true);
+  }
+  void TearDown() override {
+    autotune::setEnabled(true);
+    autotune::setCachePath("");
+    removeTree(dir_.string());
+  }
+  // The cache file's text.
+  std::string cacheText() const {
+    std::ifstream in(dir_ / "forms.json");
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  }
+  // The chosen form's values (output, then gradients, named by `what`)
+  // equal those of both forms within kForwardTolerance of the largest.
+  static void expectBothFormsValues(const std::vector<at::Tensor>& chosen, const std::vector<at::Tensor>& one,
+                                    const std::vector<at::Tensor>& other, const std::vector<std::string>& what) {
+    for (size_t i = 0; i < chosen.size(); ++i) {
+      SCOPED_TRACE(what[i]);
+      const double scale = one[i].abs().max().item<double>();
+      EXPECT_LE((chosen[i] - one[i]).abs().max().item<double>(), testing::kForwardTolerance * scale);
+      EXPECT_LE((chosen[i] - other[i]).abs().max().item<double>(), testing::kForwardTolerance * scale);
+    }
+  }
+  // A candidate that takes `ms` milliseconds and counts its runs.
+  static std::function<void()> sleeper(double ms, int* runs) {
+    return [ms, runs] {
+      ++*runs;
+      std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(ms));
+    };
+  }
+  fs::path dir_;
+};
+
+TEST_F(Autotune, ChoosesTheFasterCandidateOnceAndRemembersIt) {
+  int slow = 0, fast = 0;
+  // 20 ms against 1 ms: no scheduler noise on a shared machine reverses a
+  // 20x gap over the median of three runs.
+  EXPECT_EQ(autotune::choose("op|a", 0, {sleeper(20, &slow), sleeper(1, &fast)}), 1u);
+  EXPECT_EQ(slow, 4);  // one warm-up, three timed
+  EXPECT_EQ(fast, 4);
+  EXPECT_EQ(autotune::choose("op|a", 0, {sleeper(20, &slow), sleeper(1, &fast)}), 1u);
+  EXPECT_EQ(slow + fast, 8);  // not measured again
+}
+
+TEST_F(Autotune, AHopelessCandidateStopsAfterOneTimedRun) {
+  int fast = 0, slow = 0;
+  EXPECT_EQ(autotune::choose("op|f", 1, {sleeper(1, &fast), sleeper(20, &slow)}), 0u);
+  EXPECT_EQ(fast, 4);
+  EXPECT_EQ(slow, 2);  // warm-up and one run 20x the best median
+}
+
+TEST_F(Autotune, ALaterProcessTakesTheChoiceFromTheCache) {
+  int a = 0, b = 0;
+  ASSERT_EQ(autotune::choose("op|b", 0, {sleeper(20, &a), sleeper(1, &b)}), 1u);
+  autotune::forget();  // as a new process starts: the file only
+  int c = 0, d = 0;
+  EXPECT_EQ(autotune::choose("op|b", 0, {sleeper(1, &c), sleeper(20, &d)}), 1u);
+  EXPECT_EQ(c + d, 0);
+  EXPECT_NE(cacheText().find("\"op|b\""), std::string::npos) << cacheText();
+}
+
+TEST_F(Autotune, OffTheHeuristicDecidesAndNothingRuns) {
+  autotune::setEnabled(false);
+  int a = 0, b = 0;
+  EXPECT_EQ(autotune::choose("op|c", 1, {sleeper(1, &a), sleeper(20, &b)}), 1u);
+  EXPECT_EQ(a + b, 0);
+}
+
+TEST_F(Autotune, ACandidateThatThrowsIsNotChosen) {
+  int fine = 0;
+  EXPECT_EQ(autotune::choose("op|d", 0, {[] { throw std::runtime_error("no"); }, sleeper(5, &fine)}), 1u);
+}
+
+TEST_F(Autotune, AnUnreadableCacheIsMeasuredAnew) {
+  fs::create_directories(dir_);
+  std::ofstream(dir_ / "forms.json") << "{ not json";
+  autotune::forget();
+  int a = 0, b = 0;
+  EXPECT_EQ(autotune::choose("op|e", 0, {sleeper(20, &a), sleeper(1, &b)}), 1u);
+  EXPECT_EQ(a, 4);
+}
+
+// A wide layer (512 x 512 per member, where the forms differ most): the
+// measured form's output and gradients equal both forms' within float32
+// rounding of sums over 512 x 3 x 3 products (kForwardTolerance, relative).
+TEST_F(Autotune, ConvInTheChosenFormComputesWhatBothFormsCompute) {
+  torch::manual_seed(0);
+  const int64_t members = 2, channels = 512;
+  const auto input = torch::randn({2, members * channels, 6, 6});
+  const auto weight = torch::randn({members, channels, channels, 3, 3}) * 0.02;
+  const auto bias = torch::randn({members, channels});
+  auto run = [&](ops::ConvForm form) {
+    ops::setConvForm(form);
+    const auto x = input.clone().requires_grad_(), w = weight.clone().requires_grad_();
+    const auto y = ops::conv(x, w, bias, {1, 1}, {1, 1}, {1, 1}, 1);
+    y.square().sum().backward();
+    ops::setConvForm(ops::ConvForm::Chosen);
+    return std::vector<at::Tensor>{y.detach(), x.grad(), w.grad()};
+  };
+  const auto grouped = run(ops::ConvForm::Grouped), per_member = run(ops::ConvForm::PerMember);
+  const auto chosen = run(ops::ConvForm::Chosen);
+  expectBothFormsValues(chosen, grouped, per_member, {"output", "input gradient", "weight gradient"});
+  EXPECT_NE(cacheText().find("hfta::conv|in [2,1024,6,6]|weight [2,512,512,3,3]"), std::string::npos) << cacheText();
+}
+
+// The members' own GEMMs against one batched GEMM, at a feed-forward
+// layer's shape: output and gradients of the chosen form equal both
+// forms' within float32 rounding of sums over 256 products.
+TEST_F(Autotune, LinearInTheChosenFormComputesWhatBothFormsCompute) {
+  torch::manual_seed(0);
+  const auto input = torch::randn({3, 40, 256});
+  const auto weight = torch::randn({3, 64, 256}) * 0.05;
+  const auto bias = torch::randn({3, 64});
+  auto run = [&](ops::LinearForm form) {
+    ops::setLinearForm(form);
+    const auto x = input.clone().requires_grad_(), w = weight.clone().requires_grad_();
+    const auto b = bias.clone().requires_grad_();
+    const auto y = ops::linear(x, w, b);
+    y.square().sum().backward();
+    ops::setLinearForm(ops::LinearForm::Chosen);
+    return std::vector<at::Tensor>{y.detach(), x.grad(), w.grad(), b.grad()};
+  };
+  const auto batched = run(ops::LinearForm::Batched), per_member = run(ops::LinearForm::PerMember);
+  const auto chosen = run(ops::LinearForm::Chosen);
+  ASSERT_EQ(chosen[0].sizes(), (std::vector<int64_t>{3, 40, 64}));
+  expectBothFormsValues(chosen, batched, per_member, {"output", "input gradient", "weight gradient", "bias gradient"});
+  EXPECT_NE(cacheText().find("hfta::linear|in [3,40,256]|weight [3,64,256]|bias true"), std::string::npos)
+      << cacheText();
+}
+
+}  // namespace
+}  // namespace hfta
