@@ -22,7 +22,7 @@ BUILDS_ON = {
     "tune": ["run"],
 }
 # The folders on top, which may include anything.
-TOP = {"tools", "bench", "examples"}
+TOP = {"tools", "python", "bench", "examples"}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 

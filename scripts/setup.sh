@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what hfta needs and skips what is already there:
-#   Debian packages (compilers, fmt, CLI11, nlohmann-json, GoogleTest, FileCheck,
+#   Debian packages (compilers, Python's headers (hfta's Python extension), fmt,
+#   CLI11, nlohmann-json, GoogleTest, FileCheck,
 #   clang-format, gloo's headers (libgloo-dev: the torch wheel has c10d's Gloo
 #   backend but not the gloo headers its header includes), and fortunes:
 #   English text that becomes .data/fortunes, hfta-train's default text
@@ -8,7 +9,8 @@
 #   and a project-local virtual environment (.venv) with the pinned torch,
 #   from whose wheel LibTorch is taken, plus cmake, ninja, lit,
 #   scikit-learn (whose 8x8 digits become .data/digits.pt, hfta-train's
-#   default data set), matplotlib (the demo's plot) and torchvision, the
+#   default data set), matplotlib (the demo's plot), pytest (the Python
+#   package's tests) and torchvision, the
 #   release made for that torch (its classification models are the zoo
 #   of scripts/zoo_census.sh; no weights are downloaded).
 set -euo pipefail
@@ -16,7 +18,7 @@ cd "$(dirname "$0")/.."
 
 readonly TORCH_VERSION=2.11.0
 readonly TORCHVISION_VERSION=0.26.0  # the release for torch 2.11.0
-readonly APT_PACKAGES=(g++ make git python3 python3-venv ninja-build libfmt-dev
+readonly APT_PACKAGES=(g++ make git python3 python3-venv python3-dev ninja-build libfmt-dev
   libcli11-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev llvm-14-tools clang-format fortunes libgloo-dev)
 
 missing=()
@@ -39,14 +41,14 @@ if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
 if ! .venv/bin/python -c "
-import sys, torch, torchvision, sklearn, matplotlib
+import sys, torch, torchvision, sklearn, matplotlib, pytest
 version = lambda m: m.__version__.split('+')[0]
 sys.exit(version(torch) != '$TORCH_VERSION' or version(torchvision) != '$TORCHVISION_VERSION')" 2>/dev/null \
    || [ ! -x .venv/bin/cmake ] || [ ! -x .venv/bin/lit ]; then
   echo "setup: installing torch==$TORCH_VERSION, torchvision==$TORCHVISION_VERSION, cmake, lit, numpy, scikit-learn," \
-    "matplotlib into .venv"
+    "matplotlib, pytest into .venv"
   .venv/bin/pip install -q --disable-pip-version-check "torch==$TORCH_VERSION" "torchvision==$TORCHVISION_VERSION" \
-    numpy "cmake>=3.28" lit scikit-learn matplotlib
+    numpy "cmake>=3.28" lit scikit-learn matplotlib pytest
 fi
 # hfta-train's default data set: scikit-learn's digits, converted once.
 [ -f .data/digits.pt ] || .venv/bin/python scripts/make_digits.py .data/digits.pt

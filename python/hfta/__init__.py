@@ -1,0 +1,129 @@
+"""hfta in Python: fuse B models of one topology into one module that trains
+them all at once, in your own training loop.
+
+    fused = hfta.fuse([Net() for _ in range(4)])             # or ScriptModules, or .pt paths
+    opt = hfta.optim.AdamW(fused.parameters(), lr=[1e-3, 3e-3, 1e-2, 3e-2])
+    for x, y in loader:                                     # x: [N, ...], shared by the members
+        opt.zero_grad()
+        hfta.losses(fused(x), y, F.cross_entropy).sum().backward()
+        opt.step()
+    torch.jit.save(hfta.split(fused, 2), "best.pt")
+
+Importing hfta loads its runtime library, which registers the hfta::
+operators fused modules call (so torch.jit.load of a fused .pt works too).
+"""
+import os
+import warnings
+from dataclasses import dataclass, field
+from typing import List, Sequence, Union
+
+import torch
+
+from . import _C
+from ._C import FusionError
+from . import optim
+
+__all__ = ["fuse", "split", "array_size", "is_fused", "FusionError", "FusionReport", "losses", "accuracies",
+           "runtime_library", "optim"]
+
+Model = Union[torch.nn.Module, torch.jit.ScriptModule, str, os.PathLike]
+
+
+@dataclass
+class FusionReport:
+    """What the fusion did with each node of the member graph (hfta-fuse --report)."""
+    text: str
+    array_size: int = 0
+    fused: List[dict] = field(default_factory=list)  # {"node", "source", "rule"}
+    fallbacks: List[dict] = field(default_factory=list)  # {"node", "source", "reason"}: run per member
+
+    def __str__(self):
+        return self.text
+
+
+def _scripted(model, b):
+    if isinstance(model, torch.jit.ScriptModule):
+        return model
+    if isinstance(model, torch.nn.Module):
+        with warnings.catch_warnings():  # hfta scripts on the user's behalf; its deprecation is hfta's concern
+            warnings.filterwarnings("ignore", message=".*torch.jit.script.*deprecated.*")
+            try:
+                return torch.jit.script(model)
+            except Exception as error:  # TorchScript's own errors: several types, all with a message
+                raise FusionError(f"model {b} ({type(model).__name__}) cannot be scripted by "
+                                  f"torch.jit.script: {error}") from error
+    raise FusionError(f"model {b} is a {type(model).__name__}; give nn.Modules, ScriptModules or .pt paths")
+
+
+def fuse(models: Sequence[Model], *, shared_input: bool = False, report: bool = False,
+         allow_single_member: bool = False):
+    """The fused module of `models` (all nn.Modules or ScriptModules, or all
+    paths of TorchScript files): what hfta-fuse writes, made in this process.
+
+    Its parameters and buffers are the members' stacked on a new leading
+    dim; forward takes [B, N, ...] (or, with shared_input, one [N, ...]
+    input every member reads) and returns [B, N, ...]. With report=True,
+    returns (module, FusionReport). Raises FusionError (a ValueError) with
+    the message hfta-fuse prints when the members do not match."""
+    models = list(models)
+    if not models:
+        raise FusionError("no models to fuse")
+    paths = [isinstance(m, (str, os.PathLike)) for m in models]
+    if any(paths) and not all(paths):
+        raise FusionError("give all models as modules or all as paths, not a mix")
+    if all(paths):
+        module, text, report_json = _C.fuse_files([os.fspath(m) for m in models], shared_input,
+                                                  allow_single_member)
+    else:
+        scripted = [_scripted(m, b) for b, m in enumerate(models)]
+        sources = [f"{type(m).__name__} {b}" for b, m in enumerate(models)]
+        module, text, report_json = _C.fuse([s._c for s in scripted], sources, shared_input, allow_single_member)
+    fused = torch.jit._recursive.wrap_cpp_module(module)
+    if not report:
+        return fused
+    import json
+    parsed = json.loads(report_json)
+    return fused, FusionReport(text, parsed["array_size"], parsed["fused"], parsed["fallbacks"])
+
+
+def split(fused: torch.jit.ScriptModule, member: int) -> torch.jit.ScriptModule:
+    """Member `member` of a fused module as a plain ScriptModule with its
+    current weights; it needs nothing of hfta to load or run."""
+    return torch.jit._recursive.wrap_cpp_module(_C.split(fused._c, member))
+
+
+def array_size(fused: torch.jit.ScriptModule) -> int:
+    """B, the number of members of a fused module; FusionError if it is not one."""
+    return _C.array_size(fused._c)
+
+
+def is_fused(module: torch.jit.ScriptModule) -> bool:
+    return isinstance(module, torch.jit.ScriptModule) and _C.is_fused(module._c)
+
+
+def runtime_library() -> str:
+    """The path of the runtime library (what torch.ops.load_library needs in a
+    process that loads fused modules without importing hfta)."""
+    return _C.runtime_library_path()
+
+
+def losses(outputs: torch.Tensor, targets: torch.Tensor, loss_fn=torch.nn.functional.cross_entropy, *,
+           per_member_targets: bool = False, **kwargs) -> torch.Tensor:
+    """Each member's loss, [B]: member b's is loss_fn(outputs[b], its
+    targets) with the mean over all of its elements, as it would be alone.
+    `targets` is shared by all members ([N, ...], one data loader) or, with
+    per_member_targets, [B, N, ...]. Backpropagate their sum: each member's
+    gradient is then its own loss's. `loss_fn` takes reduction="none"
+    (torch.nn.functional's losses do); with class weights or ignore_index
+    the member alone averages differently."""
+    members = outputs.shape[0]
+    if not per_member_targets:
+        targets = targets.unsqueeze(0).expand(members, *targets.shape)
+    per_element = loss_fn(outputs.flatten(0, 1), targets.flatten(0, 1), reduction="none", **kwargs)
+    return per_element.reshape(members, -1).mean(1)
+
+
+def accuracies(outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """Each member's top-1 accuracy, [B], of class scores [B, N, C] against
+    labels [N] or [B, N]."""
+    return (outputs.argmax(-1) == targets).to(torch.float64).mean(-1)
