@@ -67,4 +67,5 @@ PYBIND11_MODULE(_C, m) {
   hfta::python::bindFusion(m);
   auto optim = m.def_submodule("optim", "the fused optimizers");
   hfta::python::bindOptim(optim);
+  hfta::python::bindSchedulers(optim);
 }

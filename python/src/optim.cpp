@@ -1,8 +1,6 @@
 // The fused optimizers (runtime/optim) for hfta.optim: made by name from
 // train/optimizers.h's table, their hyper-parameters one value or one per
-// member, their state dicts in torch.save's format so that Python reads
-// them as plain dicts of tensors.
-#include <torch/csrc/jit/serialization/pickle.h>
+// member, their state dicts as bytes (bindings.h: pickled).
 #include <torch/extension.h>
 
 #include <map>
@@ -62,16 +60,10 @@ void bindOptim(py::module_& m) {
       .def("frozen", &optim::FusedOptimizer::frozen, py::arg("member"))
       .def_property_readonly("array_size", &optim::FusedOptimizer::array_size)
       .def_property_readonly("kind", &optim::FusedOptimizer::name)
-      .def("state_dict",
-           [](const optim::FusedOptimizer& o) {
-             const auto bytes = torch::pickle_save(o.state_dict());
-             return py::bytes(bytes.data(), bytes.size());
-           })
+      .def("state_dict", [](const optim::FusedOptimizer& o) { return pickled(o.state_dict()); })
       .def(
           "load_state_dict",
-          [](optim::FusedOptimizer& o, const std::string& bytes) {
-            o.load_state_dict(torch::pickle_load(std::vector<char>(bytes.begin(), bytes.end())));
-          },
+          [](optim::FusedOptimizer& o, const std::string& state) { o.load_state_dict(unpickled(state)); },
           py::arg("state"));
   m.def(
       "clip_grad_norm",

@@ -15,7 +15,8 @@ import torch
 
 from .. import _C
 
-__all__ = ["SGD", "Adam", "AdamW", "Adagrad", "RMSprop", "Adadelta", "clip_grad_norm_", "clip_grad_value_"]
+__all__ = ["lr_scheduler", "SGD", "Adam", "AdamW", "Adagrad", "RMSprop", "Adadelta", "clip_grad_norm_",
+           "clip_grad_value_"]
 
 
 def _per_member(name, value, members):
@@ -70,6 +71,20 @@ class _FusedOptimizer(torch.optim.Optimizer):
                     # user's may have (as in torch.optim); the others are checked.
                     (fused.set_scheduled_hyper if key == "lr" else fused.set_hyper)(key, values)
                     applied[key] = values
+
+    def _adopt(self):
+        """Takes into param_groups what the C++ optimizers hold after a
+        schedule moved it (a learning rate, OneCycleLR's momentum)."""
+        for group, fused, applied in zip(self.param_groups, self._fused, self._applied):
+            held = fused.hyper()
+            changed = {k: v for k, v in held.items() if applied.get(k) != v}
+            self._to_group(group, changed)
+            applied.update(changed)
+
+    def _to_group(self, group, hyper):
+        """Writes C++ values (B each) into the group as its own settings."""
+        for key, values in hyper.items():
+            group[key] = values
 
     @torch.no_grad()
     def step(self, closure=None):
@@ -156,6 +171,13 @@ class Adam(_FusedOptimizer):
         hyper["beta1"], hyper["beta2"] = _betas(group, self.array_size)
         return hyper
 
+    def _to_group(self, group, hyper):
+        betas = {k: hyper.pop(k) for k in ("beta1", "beta2") if k in hyper}
+        if betas:
+            first, second = _betas(group, self.array_size)
+            group["betas"] = list(zip(betas.get("beta1", first), betas.get("beta2", second)))
+        super()._to_group(group, hyper)
+
 
 class AdamW(Adam):
     """Adam with decoupled weight decay (torch.optim.AdamW; weight_decay 1e-2 by default)."""
@@ -222,3 +244,6 @@ def clip_grad_value_(parameters, clip_value, *, array_size=None):
     params, members = _params_and_size(parameters, array_size)
     if params:
         _C.optim.clip_grad_value(params, members, _per_member("clip_value", clip_value, members))
+
+
+from . import lr_scheduler  # noqa: E402 (it builds on the classes above)
