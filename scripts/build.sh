@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Configures (once) and builds hfta into build/. Assumes scripts/setup.sh ran.
+# Configures (once) and builds hfta into build/, and puts its Python package
+# on the project environment's path. Assumes scripts/setup.sh ran.
 #   scripts/build.sh [target ...]     (default: everything)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,3 +11,10 @@ fi
 targets=()
 for t in "$@"; do targets+=(--target "$t"); done
 .venv/bin/cmake --build build -j "$(nproc)" "${targets[@]}"
+# The Python package, as the build assembled it in build/python, on the
+# project environment's path: `.venv/bin/python -c "import hfta"` works
+# (pip install --no-build-isolation . makes a wheel of it instead).
+if [ -d build/python/hfta ]; then
+  site=$(.venv/bin/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
+  echo "$PWD/build/python" > "$site/hfta-build.pth"
+fi
