@@ -21,10 +21,10 @@ import torch
 
 from . import _C
 from ._C import FusionError
-from . import optim
+from . import amp, optim
 
 __all__ = ["fuse", "split", "array_size", "is_fused", "FusionError", "FusionReport", "losses", "accuracies",
-           "runtime_library", "optim"]
+           "runtime_library", "optim", "amp"]
 
 Model = Union[torch.nn.Module, torch.jit.ScriptModule, str, os.PathLike]
 

@@ -21,5 +21,6 @@ inline c10::IValue unpickled(const std::string& bytes) {
 void bindFusion(pybind11::module_& m);      // hfta.fuse, split, ...
 void bindOptim(pybind11::module_& m);       // the fused optimizers behind hfta.optim
 void bindSchedulers(pybind11::module_& m);  // the schedulers behind hfta.optim.lr_scheduler
+void bindGradScaler(pybind11::module_& m);  // the loss scaler behind hfta.amp.GradScaler
 
 }  // namespace hfta::python

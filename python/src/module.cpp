@@ -68,4 +68,5 @@ PYBIND11_MODULE(_C, m) {
   auto optim = m.def_submodule("optim", "the fused optimizers");
   hfta::python::bindOptim(optim);
   hfta::python::bindSchedulers(optim);
+  hfta::python::bindGradScaler(optim);
 }

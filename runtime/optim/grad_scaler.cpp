@@ -68,10 +68,14 @@ at::Tensor FusedGradScaler::scale(const at::Tensor& losses) const {
   return losses * scale_.to(losses.options()).view(shape);
 }
 
-void FusedGradScaler::unscale_(FusedOptimizer& optimizer) {
-  if (optimizer.array_size() != array_size_) {
-    throw std::invalid_argument(
-        fmt::format("GradScaler: {} members, the optimizer {}", array_size_, optimizer.array_size()));
+void FusedGradScaler::unscale_(FusedOptimizer& optimizer) { unscale_(std::vector<FusedOptimizer*>{&optimizer}); }
+
+void FusedGradScaler::unscale_(const std::vector<FusedOptimizer*>& optimizers) {
+  for (const auto* optimizer : optimizers) {
+    if (optimizer->array_size() != array_size_) {
+      throw std::invalid_argument(
+          fmt::format("GradScaler: {} members, the optimizer {}", array_size_, optimizer->array_size()));
+    }
   }
   if (stage_ == Stage::Unscaled) {
     throw std::logic_error("GradScaler: unscale_() has already been called on this optimizer since the last update()");
@@ -84,7 +88,10 @@ void FusedGradScaler::unscale_(FusedOptimizer& optimizer) {
   std::map<std::pair<std::string, at::ScalarType>, std::vector<at::Tensor>> cuda_grads;  // by device and dtype
   auto found = std::make_unique<std::atomic<uint8_t>[]>(array_size_);
   for (int64_t b = 0; b < array_size_; ++b) found[b] = 0;
-  for (const auto& p : optimizer.params()) {
+  std::vector<at::Tensor> params;
+  for (const auto* optimizer : optimizers)
+    params.insert(params.end(), optimizer->params().begin(), optimizer->params().end());
+  for (const auto& p : params) {
     if (!p.grad().defined()) continue;
     if (p.grad().scalar_type() == at::kHalf) {
       throw std::invalid_argument(
@@ -111,10 +118,14 @@ void FusedGradScaler::unscale_(FusedOptimizer& optimizer) {
 }
 
 std::vector<uint8_t> FusedGradScaler::step(FusedOptimizer& optimizer) {
+  return step(std::vector<FusedOptimizer*>{&optimizer});
+}
+
+std::vector<uint8_t> FusedGradScaler::step(const std::vector<FusedOptimizer*>& optimizers) {
   if (stage_ == Stage::Stepped)
     throw std::logic_error("GradScaler: step() has already been called since the last update()");
-  if (stage_ == Stage::Ready) unscale_(optimizer);
-  optimizer.step(found_inf_);
+  if (stage_ == Stage::Ready) unscale_(optimizers);
+  for (auto* optimizer : optimizers) optimizer->step(found_inf_);
   stage_ = Stage::Stepped;
   return found_inf_;
 }
@@ -126,8 +137,8 @@ void FusedGradScaler::update() {
   for (int64_t b = 0; b < array_size_; ++b) {
     auto scale = scale_.narrow(0, b, 1);
     auto tracker = growth_tracker_.narrow(0, b, 1);
-    at::_amp_update_scale_(scale, tracker, at::full({1}, static_cast<float>(found_inf_[b])), growth_factor_[b],
-                           backoff_factor_[b], growth_interval_[b]);
+    at::_amp_update_scale_(scale, tracker, at::full({1}, static_cast<float>(found_inf_[b]), at::kFloat),
+                           growth_factor_[b], backoff_factor_[b], growth_interval_[b]);
   }
   std::fill(found_inf_.begin(), found_inf_.end(), 0);
   stage_ = Stage::Ready;

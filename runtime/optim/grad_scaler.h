@@ -40,10 +40,14 @@ class FusedGradScaler {
   // is not finite. At most once per step, before step(); call it yourself
   // to clip the unscaled gradients.
   void unscale_(FusedOptimizer& optimizer);
+  // The same over several optimizers stepped together (one per parameter
+  // group of hfta.optim's), with one inf check across them all.
+  void unscale_(const std::vector<FusedOptimizer*>& optimizers);
   // The optimizer's step for the members whose gradients were all finite
   // (unscaling first if unscale_ was not called); returns the members'
   // skip flags.
   std::vector<uint8_t> step(FusedOptimizer& optimizer);
+  std::vector<uint8_t> step(const std::vector<FusedOptimizer*>& optimizers);
   // Each member's scale, as GradScaler.update() moves one: times
   // backoff_factor after a step that found a non-finite gradient (and the
   // count of finite steps starts again), times growth_factor after
