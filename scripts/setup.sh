@@ -9,10 +9,10 @@
 #   and a project-local virtual environment (.venv) with the pinned torch,
 #   from whose wheel LibTorch is taken, plus cmake, ninja, lit,
 #   scikit-learn (whose 8x8 digits become .data/digits.pt, hfta-train's
-#   default data set), matplotlib (the demo's plot), pytest (the Python
-#   package's tests) and torchvision, the
-#   release made for that torch (its classification models are the zoo
-#   of scripts/zoo_census.sh; no weights are downloaded).
+#   default data set), matplotlib (the demo's plot), pytest and optuna (the
+#   Python package's tests), scikit-build-core (pip install . of it) and
+#   torchvision, the release made for that torch (its classification
+#   models are the zoo of scripts/zoo_census.sh; no weights are downloaded).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -41,14 +41,14 @@ if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
 if ! .venv/bin/python -c "
-import sys, torch, torchvision, sklearn, matplotlib, pytest
+import sys, torch, torchvision, sklearn, matplotlib, pytest, optuna, scikit_build_core
 version = lambda m: m.__version__.split('+')[0]
 sys.exit(version(torch) != '$TORCH_VERSION' or version(torchvision) != '$TORCHVISION_VERSION')" 2>/dev/null \
    || [ ! -x .venv/bin/cmake ] || [ ! -x .venv/bin/lit ]; then
   echo "setup: installing torch==$TORCH_VERSION, torchvision==$TORCHVISION_VERSION, cmake, lit, numpy, scikit-learn," \
-    "matplotlib, pytest into .venv"
+    "matplotlib, pytest, optuna, scikit-build-core into .venv"
   .venv/bin/pip install -q --disable-pip-version-check "torch==$TORCH_VERSION" "torchvision==$TORCHVISION_VERSION" \
-    numpy "cmake>=3.28" lit scikit-learn matplotlib pytest
+    numpy "cmake>=3.28" lit scikit-learn matplotlib pytest optuna "scikit-build-core>=0.10"
 fi
 # hfta-train's default data set: scikit-learn's digits, converted once.
 [ -f .data/digits.pt ] || .venv/bin/python scripts/make_digits.py .data/digits.pt

@@ -23,7 +23,7 @@ from . import _C
 from ._C import FusionError
 from . import amp, optim
 
-__all__ = ["fuse", "split", "array_size", "is_fused", "FusionError", "FusionReport", "losses", "accuracies",
+__all__ = ["fuse", "split", "take", "array_size", "is_fused", "FusionError", "FusionReport", "losses", "accuracies",
            "runtime_library", "optim", "amp"]
 
 Model = Union[torch.nn.Module, torch.jit.ScriptModule, str, os.PathLike]
@@ -56,7 +56,7 @@ def _scripted(model, b):
 
 
 def fuse(models: Sequence[Model], *, shared_input: bool = False, report: bool = False,
-         allow_single_member: bool = False):
+         allow_single_member: bool = True):
     """The fused module of `models` (all nn.Modules or ScriptModules, or all
     paths of TorchScript files): what hfta-fuse writes, made in this process.
 
@@ -64,7 +64,9 @@ def fuse(models: Sequence[Model], *, shared_input: bool = False, report: bool = 
     dim; forward takes [B, N, ...] (or, with shared_input, one [N, ...]
     input every member reads) and returns [B, N, ...]. With report=True,
     returns (module, FusionReport). Raises FusionError (a ValueError) with
-    the message hfta-fuse prints when the members do not match."""
+    the message hfta-fuse prints when the members do not match. An array of
+    one member is allowed (an array that shrank, a baseline); hfta-fuse
+    refuses one as a likely mistake, as allow_single_member=False does."""
     models = list(models)
     if not models:
         raise FusionError("no models to fuse")
@@ -90,6 +92,22 @@ def split(fused: torch.jit.ScriptModule, member: int) -> torch.jit.ScriptModule:
     """Member `member` of a fused module as a plain ScriptModule with its
     current weights; it needs nothing of hfta to load or run."""
     return torch.jit._recursive.wrap_cpp_module(_C.split(fused._c, member))
+
+
+def take(fused: torch.jit.ScriptModule, members: Sequence[int], optimizer=None):
+    """A new fused module of the given members of `fused`, in that order, each
+    as it is now (what an array does when some of its trials stop: the rest
+    train on in a smaller array). With an hfta.optim optimizer, returns
+    (module, optimizer): the new optimizer over the new module's parameters,
+    its parameter groups and settings those of the members taken, its state
+    (moments, step counts) theirs."""
+    members = [int(b) for b in members]
+    taken = fuse([split(fused, b) for b in members], shared_input=_C.shared_input(fused._c),
+                 allow_single_member=True)
+    taken.train(fused.training)
+    if optimizer is None:
+        return taken
+    return taken, optim._taken(optimizer, fused, taken, members)
 
 
 def array_size(fused: torch.jit.ScriptModule) -> int:

@@ -66,6 +66,14 @@ void bindOptim(py::module_& m) {
           [](optim::FusedOptimizer& o, const std::string& state) { o.load_state_dict(unpickled(state)); },
           py::arg("state"));
   m.def(
+      "gather_state_dicts",
+      [](const std::vector<std::pair<std::string, int64_t>>& picks) {
+        std::vector<MemberOfState> members;
+        for (const auto& [state, member] : picks) members.push_back({unpickled(state), member});
+        return pickled(optim::FusedOptimizer::gather_state_dicts(members));
+      },
+      py::arg("picks"));
+  m.def(
       "clip_grad_norm",
       [](const std::vector<at::Tensor>& params, int64_t array_size, std::vector<double> max_norm, double norm_type) {
         return optim::clip_grad_norm_per_member(params, array_size, PerMember(std::move(max_norm)), norm_type);

@@ -134,6 +134,31 @@ class _FusedOptimizer(torch.optim.Optimizer):
             fused.freeze(member)
 
 
+def _taken(optimizer, fused, taken, members):
+    """hfta.take's optimizer: `optimizer`'s groups over `taken`'s parameters
+    (found by name in `fused`), each setting and each state of the members
+    taken."""
+    names = {id(p): name for name, p in fused.named_parameters()}
+    new_params = dict(taken.named_parameters())
+    groups = []
+    for group in optimizer.param_groups:
+        settings = {}
+        for key, value in group.items():
+            if key == "params":
+                continue
+            is_per_member = isinstance(value, (list, tuple)) and len(value) == optimizer.array_size and not (
+                key == "betas" and len(value) == 2 and isinstance(value[0], numbers.Real))
+            settings[key] = [value[b] for b in members] if is_per_member else value
+        groups.append(dict(settings, params=[new_params[names[id(p)]] for p in group["params"]]))
+    made = type(optimizer)(groups, array_size=len(members))
+    for old, new in zip(optimizer._fused, made._fused):
+        state = old.state_dict()
+        new.load_state_dict(_C.optim.gather_state_dicts([(state, b) for b in members]))
+    made._applied = [f.hyper() for f in made._fused]
+    made._adopt()
+    return made
+
+
 def _betas(group, members):
     betas = group["betas"]
     pairs = [betas] * members if len(betas) == 2 and isinstance(betas[0], numbers.Real) else list(betas)

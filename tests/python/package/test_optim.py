@@ -141,3 +141,19 @@ def test_bad_settings_are_value_errors_naming_the_setting():
         hfta.optim.SGD(fused.parameters(), lr=[0.1, -0.2, 0.3])
     with pytest.raises(ValueError, match="leading"):
         hfta.optim.SGD([torch.zeros(3, 2, requires_grad=True), torch.zeros(4, requires_grad=True)])
+
+
+@pytest.mark.parametrize("case", ["SGD", "Adam", "RMSprop"])
+def test_taking_members_keeps_their_weights_settings_and_state(case):
+    """hfta.take: an array that sheds member 1 (and reorders the rest) goes
+    on as those members would alone."""
+    fused, models, optimizer, alone = train_both(Mlp, case, steps=3)
+    kept = [2, 0]
+    taken, taken_optimizer = hfta.take(fused, kept, optimizer)
+    assert hfta.array_size(taken) == 2 and taken_optimizer.array_size == 2
+    settings, _ = CASES[case]
+    assert taken_optimizer.param_groups[0]["lr"] == [settings["lr"][b] for b in kept]
+    models, alone = [models[b] for b in kept], [alone[b] for b in kept]
+    train_both(Mlp, case, 3, taken, models, taken_optimizer, alone)
+    for b, model in enumerate(models):
+        assert_member_matches(taken, b, model)
