@@ -6,6 +6,7 @@
 #include "hfta/hfta.h"
 #include "python/src/bindings.h"
 #include "runtime/library_path.h"
+#include "support/allocator.h"
 
 namespace py = pybind11;
 
@@ -56,6 +57,7 @@ void bindFusion(py::module_& m) {
   m.def("is_fused", &isFused, py::arg("module"));
   m.def("shared_input", &sharedInput, py::arg("fused"));
   m.def("runtime_library_path", &runtimeLibraryPath);
+  m.def("keep_large_allocations", &keepLargeAllocations);
 }
 
 }  // namespace hfta::python
