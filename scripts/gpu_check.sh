@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The device check: builds hfta against the machine's own torch (CUDA
-# kernels for sm_80/sm_90), runs the CUDA tests, the optimizer benchmark and
+# kernels for sm_80/sm_90), runs the CUDA tests, the Python package's
+# optimizers, schedules and loss scaler against torch's
+# (tests/python/check_package_device.py), the optimizer benchmark and
 # the Transformers and the LSTM LM fused on the device against each member
 # alone (tests/python/check_text_fused.py) and under autocast
 # (tests/python/check_autocast.py), and the training-throughput harness
@@ -27,7 +29,7 @@ export HFTA_CACHE_DIR="$out/hfta-cache"
 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DPython3_EXECUTABLE="$(command -v "$python")" \
   -DCMAKE_PREFIX_PATH="$deps" -DHFTA_BUILD_LIT=OFF >"$out/configure.log" 2>&1 || { tail -30 "$out/configure.log"; exit 1; }
 grep -E "hfta:|CUDA kernels" "$out/configure.log" || true
-cmake --build build-gpu -j "$(nproc)" --target hfta_cuda_tests optimizer_step train_modes hfta-fuse hfta-train hfta-tune \
+cmake --build build-gpu -j "$(nproc)" --target hfta_cuda_tests optimizer_step train_modes hfta-fuse hfta-train hfta-tune hfta_python \
   >"$out/build.log" 2>&1 ||
   { grep -E "error|Error" -A3 "$out/build.log" | head -40; exit 1; }
 nvidia-smi -L 2>/dev/null || echo "gpu_check: no GPU here; the CUDA tests skip"
@@ -36,6 +38,9 @@ nvidia-smi -L 2>/dev/null || echo "gpu_check: no GPU here; the CUDA tests skip"
 HFTA_TEST_MODELS="$out/test_models" build-gpu/tests/hfta_cuda_tests 2>&1 | tee "$out/cuda_tests.log" | grep -E "OK|FAILED|SKIPPED|PASSED" | head -40
 device=cpu
 nvidia-smi -L >/dev/null 2>&1 && device=cuda
+# The Python package on the device: hfta.optim, its schedules and loss scaler against torch's per member.
+PYTHONPATH=build-gpu/python "$python" tests/python/check_package_device.py --device "$device" 2>&1 |
+  tee "$out/package_device.log" | grep -E "OK|FAILED|Error"
 "$python" tests/python/check_text_fused.py --device "$device" --fuse build-gpu/tools/hfta-fuse \
   --runtime build-gpu/runtime/libhfta_runtime.so 2>&1 | tee "$out/text_fused.log" | grep -E "OK|FAILED|Error"
 # Mixed precision: the fused array under autocast against each member alone (float16 and bfloat16),
