@@ -94,20 +94,28 @@ def split(fused: torch.jit.ScriptModule, member: int) -> torch.jit.ScriptModule:
     return torch.jit._recursive.wrap_cpp_module(_C.split(fused._c, member))
 
 
-def take(fused: torch.jit.ScriptModule, members: Sequence[int], optimizer=None):
+def take(fused: torch.jit.ScriptModule, members: Sequence[int], optimizer=None, scheduler=None):
     """A new fused module of the given members of `fused`, in that order, each
     as it is now (what an array does when some of its trials stop: the rest
     train on in a smaller array). With an hfta.optim optimizer, returns
     (module, optimizer): the new optimizer over the new module's parameters,
     its parameter groups and settings those of the members taken, its state
-    (moments, step counts) theirs."""
+    (moments, step counts) theirs; with an hfta.optim.lr_scheduler scheduler
+    of that optimizer too, (module, optimizer, scheduler), the schedule going
+    on where each member's was."""
     members = [int(b) for b in members]
-    taken = fuse([split(fused, b) for b in members], shared_input=_C.shared_input(fused._c),
-                 allow_single_member=True)
+    taken = fuse([split(fused, b) for b in members], shared_input=_C.shared_input(fused._c))
     taken.train(fused.training)
     if optimizer is None:
+        if scheduler is not None:
+            raise ValueError("take a scheduler together with its optimizer")
         return taken
-    return taken, optim._taken(optimizer, fused, taken, members)
+    taken_optimizer = optim._taken(optimizer, fused, taken, members)
+    if scheduler is None:
+        return taken, taken_optimizer
+    if scheduler.optimizer is not optimizer:
+        raise ValueError("the scheduler given to hfta.take drives another optimizer than the one given")
+    return taken, taken_optimizer, scheduler._taken(taken_optimizer, members)
 
 
 def array_size(fused: torch.jit.ScriptModule) -> int:

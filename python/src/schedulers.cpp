@@ -68,6 +68,14 @@ void bindSchedulers(py::module_& m) {
                  options.final_div_factor = final_div_factor;
                  return std::make_unique<optim::OneCycleLR>(o, options);
                });
+  m.def(
+      "gather_scheduler_states",
+      [](const std::vector<std::pair<std::string, int64_t>>& picks) {
+        std::vector<MemberOfState> members;
+        for (const auto& [state, member] : picks) members.push_back({unpickled(state), member});
+        return pickled(optim::gatherSchedulerStates(members));
+      },
+      py::arg("picks"));
   py::class_<optim::ReduceLROnPlateau>(m, "ReduceLROnPlateau")
       .def(py::init([](FusedOptimizer& o, const std::string& mode, Values factor, Values patience, Values threshold,
                        const std::string& threshold_mode, Values cooldown, Values min_lr, double eps) {

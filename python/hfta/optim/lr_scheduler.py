@@ -17,20 +17,23 @@ __all__ = ["StepLR", "MultiStepLR", "ExponentialLR", "CosineAnnealingLR", "Linea
            "ReduceLROnPlateau"]
 
 
-def _check_optimizer(optimizer):
-    if not isinstance(optimizer, _FusedOptimizer):
-        raise TypeError(f"hfta's schedulers drive hfta.optim's optimizers, not a {type(optimizer).__name__}")
-    optimizer._sync()  # the rates the user set are where the schedule starts
-
-
 class _Scheduler:
-    """One C++ scheduler per parameter group; made by `make(fused_optimizer)`."""
+    """One C++ scheduler per parameter group, each made by _make() from the
+    settings: those in `per_member` hold B values, the others are shared."""
 
-    def __init__(self, optimizer, make):
-        _check_optimizer(optimizer)
+    def __init__(self, optimizer, per_member, shared=None):
+        if not isinstance(optimizer, _FusedOptimizer):
+            raise TypeError(f"hfta's schedulers drive hfta.optim's optimizers, not a {type(optimizer).__name__}")
+        optimizer._sync()  # the rates the user set are where the schedule starts
         self.optimizer = optimizer
-        self._schedulers = [make(fused) for fused in optimizer._fused]
+        members = optimizer.array_size
+        self._per_member = {name: _per_member(name, value, members) for name, value in per_member.items()}
+        self._shared = dict(shared or {})
+        self._schedulers = [self._make(fused) for fused in optimizer._fused]
         optimizer._adopt()
+
+    def _make(self, fused):
+        raise NotImplementedError
 
     def step(self):
         for scheduler in self._schedulers:
@@ -56,45 +59,61 @@ class _Scheduler:
             scheduler.load_state_dict(state)
         self.optimizer._adopt()
 
-
-def _members(optimizer, **settings):
-    """Each setting as B values (the optimizer's members)."""
-    _check_optimizer(optimizer)
-    return {name: _per_member(name, value, optimizer.array_size) for name, value in settings.items()}
+    def _taken(self, optimizer, members):
+        """hfta.take's scheduler: this one's settings and state of the members
+        taken, over their new optimizer."""
+        made = object.__new__(type(self))
+        made.optimizer = optimizer
+        made._per_member = {k: [v[b] for b in members] for k, v in self._per_member.items()}
+        made._shared = self._shared
+        made._schedulers = [made._make(fused) for fused in optimizer._fused]
+        for old, new in zip(self._schedulers, made._schedulers):
+            new.load_state_dict(_C.optim.gather_scheduler_states([(old.state_dict(), b) for b in members]))
+        optimizer._adopt()
+        return made
 
 
 class StepLR(_Scheduler):
     def __init__(self, optimizer, step_size, gamma=0.1):
-        s = _members(optimizer, step_size=step_size, gamma=gamma)
-        super().__init__(optimizer, lambda o: _C.optim.step_lr(o, s["step_size"], s["gamma"]))
+        super().__init__(optimizer, dict(step_size=step_size, gamma=gamma))
+
+    def _make(self, o):
+        return _C.optim.step_lr(o, self._per_member["step_size"], self._per_member["gamma"])
 
 
 class MultiStepLR(_Scheduler):
     """`milestones` (epochs) are shared by all members; gamma is per member."""
 
     def __init__(self, optimizer, milestones, gamma=0.1):
-        s = _members(optimizer, gamma=gamma)
-        milestones = sorted(int(m) for m in milestones)
-        super().__init__(optimizer, lambda o: _C.optim.multi_step_lr(o, milestones, s["gamma"]))
+        super().__init__(optimizer, dict(gamma=gamma), dict(milestones=sorted(int(m) for m in milestones)))
+
+    def _make(self, o):
+        return _C.optim.multi_step_lr(o, self._shared["milestones"], self._per_member["gamma"])
 
 
 class ExponentialLR(_Scheduler):
     def __init__(self, optimizer, gamma):
-        s = _members(optimizer, gamma=gamma)
-        super().__init__(optimizer, lambda o: _C.optim.exponential_lr(o, s["gamma"]))
+        super().__init__(optimizer, dict(gamma=gamma))
+
+    def _make(self, o):
+        return _C.optim.exponential_lr(o, self._per_member["gamma"])
 
 
 class CosineAnnealingLR(_Scheduler):
     def __init__(self, optimizer, T_max, eta_min=0.0):
-        s = _members(optimizer, T_max=T_max, eta_min=eta_min)
-        super().__init__(optimizer, lambda o: _C.optim.cosine_annealing_lr(o, s["T_max"], s["eta_min"]))
+        super().__init__(optimizer, dict(T_max=T_max, eta_min=eta_min))
+
+    def _make(self, o):
+        return _C.optim.cosine_annealing_lr(o, self._per_member["T_max"], self._per_member["eta_min"])
 
 
 class LinearLR(_Scheduler):
     def __init__(self, optimizer, start_factor=1.0 / 3, end_factor=1.0, total_iters=5):
-        s = _members(optimizer, start_factor=start_factor, end_factor=end_factor, total_iters=total_iters)
-        super().__init__(optimizer, lambda o: _C.optim.linear_lr(o, s["start_factor"], s["end_factor"],
-                                                                  s["total_iters"]))
+        super().__init__(optimizer, dict(start_factor=start_factor, end_factor=end_factor, total_iters=total_iters))
+
+    def _make(self, o):
+        s = self._per_member
+        return _C.optim.linear_lr(o, s["start_factor"], s["end_factor"], s["total_iters"])
 
 
 class OneCycleLR(_Scheduler):
@@ -108,27 +127,34 @@ class OneCycleLR(_Scheduler):
             if epochs is None or steps_per_epoch is None:
                 raise ValueError("OneCycleLR needs total_steps, or epochs and steps_per_epoch")
             total_steps = epochs * steps_per_epoch
-        s = _members(optimizer, max_lr=max_lr, pct_start=pct_start, base_momentum=base_momentum,
-                     max_momentum=max_momentum, div_factor=div_factor, final_div_factor=final_div_factor)
-        super().__init__(optimizer, lambda o: _C.optim.one_cycle_lr(
-            o, s["max_lr"], int(total_steps), s["pct_start"], anneal_strategy, bool(cycle_momentum),
-            s["base_momentum"], s["max_momentum"], s["div_factor"], s["final_div_factor"]))
+        super().__init__(optimizer, dict(max_lr=max_lr, pct_start=pct_start, base_momentum=base_momentum,
+                                         max_momentum=max_momentum, div_factor=div_factor,
+                                         final_div_factor=final_div_factor),
+                         dict(total_steps=int(total_steps), anneal_strategy=anneal_strategy,
+                              cycle_momentum=bool(cycle_momentum)))
+
+    def _make(self, o):
+        s, shared = self._per_member, self._shared
+        return _C.optim.one_cycle_lr(o, s["max_lr"], shared["total_steps"], s["pct_start"], shared["anneal_strategy"],
+                                     shared["cycle_momentum"], s["base_momentum"], s["max_momentum"],
+                                     s["div_factor"], s["final_div_factor"])
 
 
-class ReduceLROnPlateau:
+class ReduceLROnPlateau(_Scheduler):
     """Each member's rate drops by its factor when its own metric has not
     improved for `patience` epochs: step(metrics) takes one metric per
     member (a list or a [B] tensor, e.g. hfta.losses on held-out data)."""
 
     def __init__(self, optimizer, mode="min", factor=0.1, patience=10, threshold=1e-4, threshold_mode="rel",
                  cooldown=0, min_lr=0.0, eps=1e-8):
-        _check_optimizer(optimizer)
-        self.optimizer = optimizer
-        s = _members(optimizer, factor=factor, patience=patience, threshold=threshold, cooldown=cooldown,
-                     min_lr=min_lr)
-        self._schedulers = [_C.optim.ReduceLROnPlateau(o, mode, s["factor"], s["patience"], s["threshold"],
-                                                       threshold_mode, s["cooldown"], s["min_lr"], float(eps))
-                            for o in optimizer._fused]
+        super().__init__(optimizer, dict(factor=factor, patience=patience, threshold=threshold, cooldown=cooldown,
+                                         min_lr=min_lr),
+                         dict(mode=mode, threshold_mode=threshold_mode, eps=float(eps)))
+
+    def _make(self, o):
+        s, shared = self._per_member, self._shared
+        return _C.optim.ReduceLROnPlateau(o, shared["mode"], s["factor"], s["patience"], s["threshold"],
+                                          shared["threshold_mode"], s["cooldown"], s["min_lr"], shared["eps"])
 
     def step(self, metrics):
         values = _per_member("metrics", metrics, self.optimizer.array_size)
@@ -136,9 +162,10 @@ class ReduceLROnPlateau:
             scheduler.step(values)
         self.optimizer._adopt()
 
-    def state_dict(self):
-        return {"hfta": [s.state_dict() for s in self._schedulers]}
+    def get_last_lr(self):
+        return [list(group["lr"]) if isinstance(group["lr"], list) else [group["lr"]] * self.optimizer.array_size
+                for group in self.optimizer.param_groups]
 
-    def load_state_dict(self, state_dict):
-        for scheduler, state in zip(self._schedulers, state_dict["hfta"]):
-            scheduler.load_state_dict(state)
+    @property
+    def last_epoch(self):
+        raise AttributeError("ReduceLROnPlateau counts no epochs")

@@ -106,3 +106,35 @@ def test_a_setting_of_the_wrong_length_is_a_value_error():
         hfta.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=[0.1, 0.2])
     with pytest.raises(TypeError, match="hfta.optim"):
         hfta.optim.lr_scheduler.StepLR(torch.optim.SGD([torch.zeros(1, requires_grad=True)]), step_size=2)
+
+
+@pytest.mark.parametrize("case", ["StepLR", "CosineAnnealingLR", "OneCycleLR"])
+def test_taking_members_keeps_their_schedules(case):
+    """hfta.take with a scheduler: the members kept go on with their own
+    schedule where it was, as they would alone."""
+    settings = CASES[case]
+    models = members(Mlp, B)
+    fused = hfta.fuse(models, shared_input=True)
+    opt = hfta.optim.SGD(fused.parameters(), lr=LRS, momentum=0.9)
+    scheduler = getattr(hfta.optim.lr_scheduler, case)(opt, **settings)
+    alone_opts = [torch.optim.SGD(m.parameters(), lr=LRS[b], momentum=0.9) for b, m in enumerate(models)]
+    alone = [getattr(torch.optim.lr_scheduler, case)(o, **member_settings(settings, b))
+             for b, o in enumerate(alone_opts)]
+    kept = [2, 0]
+    for epoch in range(EPOCHS):
+        if epoch == 4:
+            fused, opt, scheduler = hfta.take(fused, kept, opt, scheduler)
+            models, alone_opts, alone = ([seq[b] for b in kept] for seq in (models, alone_opts, alone))
+        x, y = batch(epoch)
+        opt.zero_grad()
+        hfta.losses(fused(x), y).sum().backward()
+        opt.step()
+        scheduler.step()
+        for model, o, s in zip(models, alone_opts, alone):
+            o.zero_grad()
+            F.cross_entropy(model(x), y).backward()
+            o.step()
+            s.step()
+        assert scheduler.get_last_lr()[0] == pytest.approx([s.get_last_lr()[0] for s in alone], rel=1e-12)
+    for b, model in enumerate(models):
+        assert_member_matches(fused, b, model)
