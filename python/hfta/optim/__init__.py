@@ -88,19 +88,15 @@ class _FusedOptimizer(torch.optim.Optimizer):
 
     @torch.no_grad()
     def step(self, closure=None):
-        """One step of every member (as torch.optim's step)."""
-        return self._step(closure, [])
-
-    def _step(self, closure, skip):
-        """A step of the members not marked in `skip` (B flags, or none): what
-        a per-member loss scaler asks after an overflow."""
+        """One step of every member (as torch.optim's step; hfta.amp.GradScaler
+        steps the members whose gradients were finite)."""
         loss = None
         if closure is not None:
             with torch.enable_grad():
                 loss = closure()
         self._sync()
         for fused in self._fused:
-            fused.step(skip)
+            fused.step()
         return loss
 
     def state_dict(self):
