@@ -16,7 +16,7 @@ from torch.utils.data import DataLoader, random_split
 
 import hfta
 import hfta.optuna
-from own_loop import Cnn, digits
+from own_loop import Cnn, digits, held_out_accuracy
 
 
 def suggest(trial):
@@ -52,12 +52,7 @@ def main():
                     outputs = fused(images)
                 hfta.losses(outputs, labels).sum().backward()
                 optimizer.step()
-            fused.eval()
-            correct = torch.zeros(len(array))
-            with torch.no_grad():
-                for images, labels in held_out_loader:
-                    correct += hfta.accuracies(fused(images), labels) * len(labels)
-            accuracy = correct / len(held_out)
+            accuracy = held_out_accuracy(fused, held_out_loader)
             keep = array.report(accuracy, epoch)
             if not any(keep):
                 return

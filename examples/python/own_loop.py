@@ -40,6 +40,17 @@ def digits():
     return TensorDataset(images, torch.tensor(data.target))
 
 
+def held_out_accuracy(fused, loader):
+    """Each member's accuracy on the loader's samples, [B]."""
+    fused.eval()
+    correct, count = 0.0, 0
+    with torch.no_grad():
+        for images, labels in loader:
+            correct = correct + hfta.accuracies(fused(images), labels) * len(labels)
+            count += len(labels)
+    return correct / count
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--epochs", type=int, default=10)
@@ -73,12 +84,7 @@ def main():
             hfta.losses(outputs, labels).sum().backward()
             optimizer.step()
         schedule.step()
-        fused.eval()
-        correct = torch.zeros(len(members))
-        with torch.no_grad():
-            for images, labels in held_out_loader:
-                correct += hfta.accuracies(fused(images), labels) * len(labels)
-        accuracy = correct / len(held_out)
+        accuracy = held_out_accuracy(fused, held_out_loader)
         print(f"epoch {epoch + 1:2}: " + "  ".join(
             f"lr {lr:g} wd {wd:g}: {100 * a:5.1f}%" for lr, wd, a in zip(args.lr, args.weight_decay, accuracy)))
 

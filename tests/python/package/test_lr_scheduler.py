@@ -32,6 +32,20 @@ def batch(step):
     return torch.randn(8, 24, generator=generator), torch.randint(0, 10, (8,), generator=generator)
 
 
+def train_epoch(epoch, fused, opt, scheduler, models, alone_opts, alone):
+    """One step of the fused array and of each member alone, then each one's schedule."""
+    x, y = batch(epoch)
+    opt.zero_grad()
+    hfta.losses(fused(x), y).sum().backward()
+    opt.step()
+    scheduler.step()
+    for model, o, s in zip(models, alone_opts, alone):
+        o.zero_grad()
+        F.cross_entropy(model(x), y).backward()
+        o.step()
+        s.step()
+
+
 @pytest.mark.parametrize("case", sorted(CASES))
 @pytest.mark.parametrize("optimizer", ["SGD", "Adam"])
 def test_each_member_follows_its_own_schedule(case, optimizer):
@@ -46,16 +60,7 @@ def test_each_member_follows_its_own_schedule(case, optimizer):
     alone = [getattr(torch.optim.lr_scheduler, case)(o, **member_settings(settings, b))
              for b, o in enumerate(alone_opts)]
     for epoch in range(EPOCHS):
-        x, y = batch(epoch)
-        opt.zero_grad()
-        hfta.losses(fused(x), y).sum().backward()
-        opt.step()
-        scheduler.step()
-        for model, o, s in zip(models, alone_opts, alone):
-            o.zero_grad()
-            F.cross_entropy(model(x), y).backward()
-            o.step()
-            s.step()
+        train_epoch(epoch, fused, opt, scheduler, models, alone_opts, alone)
         want = [s.get_last_lr()[0] for s in alone]
         # Closed forms (C++) against torch's chained products: a few roundings apart.
         assert scheduler.get_last_lr()[0] == pytest.approx(want, rel=1e-12), f"epoch {epoch}"
@@ -125,16 +130,7 @@ def test_taking_members_keeps_their_schedules(case):
         if epoch == 4:
             fused, opt, scheduler = hfta.take(fused, kept, opt, scheduler)
             models, alone_opts, alone = ([seq[b] for b in kept] for seq in (models, alone_opts, alone))
-        x, y = batch(epoch)
-        opt.zero_grad()
-        hfta.losses(fused(x), y).sum().backward()
-        opt.step()
-        scheduler.step()
-        for model, o, s in zip(models, alone_opts, alone):
-            o.zero_grad()
-            F.cross_entropy(model(x), y).backward()
-            o.step()
-            s.step()
+        train_epoch(epoch, fused, opt, scheduler, models, alone_opts, alone)
         assert scheduler.get_last_lr()[0] == pytest.approx([s.get_last_lr()[0] for s in alone], rel=1e-12)
     for b, model in enumerate(models):
         assert_member_matches(fused, b, model)
