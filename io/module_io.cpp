@@ -10,33 +10,19 @@
 
 #include "hfta/io.h"
 #include "io/archive_check.h"
+#include "io/archive_kind.h"
 #include "support/atomic_file.h"
 #include "support/error_summary.h"
 
 namespace hfta {
 namespace {
 
-// Why `path` did not load as a TorchScript module, in the user's terms.
+// Why `path` did not load as a TorchScript module, in the user's terms:
+// what the file is, if not a TorchScript archive.
 std::string whyNotLoadable(const std::string& path, const std::exception& error) {
-  std::vector<std::string> records;
-  try {
-    caffe2::serialize::PyTorchStreamReader reader(path);
-    records = reader.getAllRecords();
-  } catch (const c10::Error&) {
-    return fmt::format(
-        "is not a TorchScript archive (not a whole zip archive: truncated, damaged, or another kind "
-        "of file): {}",
-        errorSummary(error));
-  }
-  const bool has_code = std::any_of(records.begin(), records.end(),
-                                    [](const std::string& r) { return r.find("code/") != std::string::npos; });
-  const bool has_data = std::any_of(records.begin(), records.end(),
-                                    [](const std::string& r) { return r.find("data.pkl") != std::string::npos; });
-  if (!has_code && has_data) {
-    return "holds an object saved with torch.save (a state_dict, or a module pickled from Python), not a "
-           "TorchScript module";
-  }
-  return fmt::format("is a damaged TorchScript archive: {}", errorSummary(error));
+  const auto kind = archiveKind(path);
+  if (kind == ArchiveKind::TorchScript) return fmt::format("is a damaged TorchScript archive: {}", errorSummary(error));
+  return fmt::format("is not a TorchScript archive: it is {}", describeArchiveKind(kind));
 }
 
 // The bytes a tensor's view reaches in its storage.
