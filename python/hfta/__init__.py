@@ -1,7 +1,7 @@
 """hfta in Python: fuse B models of one topology into one module that trains
 them all at once, in your own training loop.
 
-    fused = hfta.fuse([Net() for _ in range(4)])             # or ScriptModules, or .pt paths
+    fused = hfta.fuse([Net() for _ in range(4)], shared_input=True)  # or ScriptModules, or .pt paths
     opt = hfta.optim.AdamW(fused.parameters(), lr=[1e-3, 3e-3, 1e-2, 3e-2])
     for x, y in loader:                                     # x: [N, ...], shared by the members
         opt.zero_grad()
@@ -12,6 +12,7 @@ them all at once, in your own training loop.
 Importing hfta loads its runtime library, which registers the hfta::
 operators fused modules call (so torch.jit.load of a fused .pt works too).
 """
+import json
 import os
 import warnings
 from dataclasses import dataclass, field
@@ -83,7 +84,6 @@ def fuse(models: Sequence[Model], *, shared_input: bool = False, report: bool = 
     fused = torch.jit._recursive.wrap_cpp_module(module)
     if not report:
         return fused
-    import json
     parsed = json.loads(report_json)
     return fused, FusionReport(text, parsed["array_size"], parsed["fused"], parsed["fallbacks"])
 
