@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 #include <torch/csrc/jit/runtime/graph_iterator.h>
 
-#include <algorithm>
 #include <filesystem>
 #include <set>
 

@@ -4,7 +4,10 @@
 #include <torch/csrc/jit/serialization/pickle.h>
 
 #include <string>
+#include <utility>
 #include <vector>
+
+#include "runtime/optim/member_state.h"
 
 namespace hfta::python {
 
@@ -16,6 +19,13 @@ inline pybind11::bytes pickled(const c10::IValue& state) {
 }
 inline c10::IValue unpickled(const std::string& bytes) {
   return torch::pickle_load(std::vector<char>(bytes.begin(), bytes.end()));
+}
+// (state bytes, member) pairs from Python as runtime/optim's picks, for the
+// gather_state_dicts of optimizers and schedulers (hfta.take).
+inline std::vector<MemberOfState> memberStates(const std::vector<std::pair<std::string, int64_t>>& picks) {
+  std::vector<MemberOfState> members;
+  for (const auto& [state, member] : picks) members.push_back({unpickled(state), member});
+  return members;
 }
 
 void bindFusion(pybind11::module_& m);      // hfta.fuse, split, ...

@@ -68,9 +68,7 @@ void bindOptim(py::module_& m) {
   m.def(
       "gather_state_dicts",
       [](const std::vector<std::pair<std::string, int64_t>>& picks) {
-        std::vector<MemberOfState> members;
-        for (const auto& [state, member] : picks) members.push_back({unpickled(state), member});
-        return pickled(optim::FusedOptimizer::gather_state_dicts(members));
+        return pickled(optim::FusedOptimizer::gather_state_dicts(memberStates(picks)));
       },
       py::arg("picks"));
   m.def(

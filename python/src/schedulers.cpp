@@ -71,9 +71,7 @@ void bindSchedulers(py::module_& m) {
   m.def(
       "gather_scheduler_states",
       [](const std::vector<std::pair<std::string, int64_t>>& picks) {
-        std::vector<MemberOfState> members;
-        for (const auto& [state, member] : picks) members.push_back({unpickled(state), member});
-        return pickled(optim::gatherSchedulerStates(members));
+        return pickled(optim::gatherSchedulerStates(memberStates(picks)));
       },
       py::arg("picks"));
   py::class_<optim::ReduceLROnPlateau>(m, "ReduceLROnPlateau")
