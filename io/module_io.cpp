@@ -6,10 +6,12 @@
 
 #include <filesystem>
 #include <set>
+#include <sstream>
 
 #include "hfta/io.h"
 #include "io/archive_check.h"
 #include "io/archive_kind.h"
+#include "io/export/exported_module.h"
 #include "support/atomic_file.h"
 #include "support/error_summary.h"
 
@@ -21,7 +23,26 @@ namespace {
 std::string whyNotLoadable(const std::string& path, const std::exception& error) {
   const auto kind = archiveKind(path);
   if (kind == ArchiveKind::TorchScript) return fmt::format("is a damaged TorchScript archive: {}", errorSummary(error));
-  return fmt::format("is not a TorchScript archive: it is {}", describeArchiveKind(kind));
+  return fmt::format("is not a model hfta reads: it is {}", describeArchiveKind(kind));
+}
+
+constexpr const char* kFormatsRead =
+    "hfta reads TorchScript modules (torch.jit.save(torch.jit.script(model), path)) and torch.export programs "
+    "(torch.export.save, or hfta.export for both modes)";
+
+// A member given as torch.export programs, read from `archive` (a path or
+// a stream), as a TorchScript module.
+template <typename Archive>
+Member exportedMember(Archive& archive, const std::string& source, int64_t index) {
+  const auto label = fmt::format("model {} ({})", index, source);
+  try {
+    return {exported::moduleFromPrograms(exported::readPrograms(archive, label), label), source};
+  } catch (const nlohmann::json::exception& e) {
+    throw UserError(
+        fmt::format("{} is a damaged torch.export archive: its program does not read ({}). Save it "
+                    "again with torch.export.save",
+                    label, e.what()));
+  }
 }
 
 // The bytes a tensor's view reaches in its storage.
@@ -89,9 +110,11 @@ Member loadMember(const std::string& path, int64_t index) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) {
     throw UserError(
-        fmt::format("model {} ({}): no such file. Check the path; models are the .pt files written by torch.jit.save.",
+        fmt::format("model {} ({}): no such file. Check the path; models are the .pt files written by torch.jit.save "
+                    "or the .pt2 files of torch.export.save.",
                     index, path));
   }
+  if (archiveKind(path) == ArchiveKind::ExportedProgram) return exportedMember(path, path, index);
   checkArchivePickles(path, index);
   torch::jit::Module module;
   try {
@@ -103,8 +126,7 @@ Member loadMember(const std::string& path, int64_t index) {
     try {
       torch::jit::load(path, torch::kCPU, /*load_debug_files=*/false);
     } catch (const std::exception& e) {
-      throw UserError(fmt::format("model {} ({}) {}. Save models with torch.jit.save(torch.jit.script(model), path).",
-                                  index, path, whyNotLoadable(path, e)));
+      throw UserError(fmt::format("model {} ({}) {}. {}.", index, path, whyNotLoadable(path, e), kFormatsRead));
     }
     throw UserError(
         fmt::format("model {} ({}) is a damaged TorchScript archive: its debug information does not "
@@ -113,6 +135,11 @@ Member loadMember(const std::string& path, int64_t index) {
   }
   checkTensorsWhole(module, index, path);
   return {module, path};
+}
+
+Member loadExportedMember(const std::string& archive, const std::string& source, int64_t index) {
+  std::istringstream in(archive);
+  return exportedMember(in, source, index);
 }
 
 std::vector<Member> loadMembers(const std::vector<std::string>& paths) {

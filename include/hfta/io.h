@@ -19,14 +19,20 @@ struct Member {
   std::string source;  // where it came from (a path), for diagnostics and the record
 };
 
-// Loads each path as a TorchScript module (on the CPU); UserError if a file
-// is missing or is not a TorchScript archive.
+// Loads each path as a TorchScript module (on the CPU): a TorchScript
+// archive, or a torch.export archive (.pt2) translated into one (see
+// io/export/exported_module.h for the programs it reads). UserError if a
+// file is missing or is neither.
 std::vector<Member> loadMembers(const std::vector<std::string>& paths);
 // One of them: the member `index` of an array (for messages).
 Member loadMember(const std::string& path, int64_t index);
 
 // Whether `module` was made by hfta::fuse (or hfta-fuse).
 bool isFused(const torch::jit::Module& module);
+// A member from the bytes of a torch.export archive: what hfta.fuse reads
+// for an ExportedProgram given in Python. `source` names it.
+Member loadExportedMember(const std::string& archive, const std::string& source, int64_t index);
+
 // Number of members of a fused module; UserError if it is not one.
 int64_t arraySize(const torch::jit::Module& fused);
 // Whether a fused module's forward takes one shared, unstacked input.

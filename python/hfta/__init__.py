@@ -12,22 +12,27 @@ them all at once, in your own training loop.
 Importing hfta loads its runtime library, which registers the hfta::
 operators fused modules call (so torch.jit.load of a fused .pt works too).
 """
+import io
 import json
 import os
 import warnings
 from dataclasses import dataclass, field
-from typing import List, Sequence, Union
+from typing import Any, List, Optional, Sequence, Tuple, Union
+
+from torch.export.pt2_archive._package import package_pt2
 
 import torch
 
 from . import _C
 from ._C import FusionError
 from . import amp, optim
+from .export import export, export_programs
 
-__all__ = ["fuse", "split", "take", "array_size", "is_fused", "FusionError", "FusionReport", "losses", "accuracies",
+__all__ = ["fuse", "export", "split", "take", "array_size", "is_fused", "FusionError", "FusionReport", "losses", "accuracies",
            "keep_large_allocations", "runtime_library", "optim", "amp"]
 
-Model = Union[torch.nn.Module, torch.jit.ScriptModule, str, os.PathLike]
+Model = Union[torch.nn.Module, torch.jit.ScriptModule, torch.export.ExportedProgram,
+              Tuple[torch.export.ExportedProgram, torch.export.ExportedProgram], str, os.PathLike]
 
 
 @dataclass
@@ -43,23 +48,48 @@ class FusionReport:
 
 
 def _scripted(model, b):
+    with warnings.catch_warnings():  # hfta scripts on the user's behalf; its deprecation is hfta's concern
+        warnings.filterwarnings("ignore", message=".*torch.jit.script.*deprecated.*")
+        try:
+            return torch.jit.script(model)
+        except Exception as error:  # TorchScript's own errors: several types, all with a message
+            raise FusionError(f"model {b} ({type(model).__name__}) cannot be scripted by torch.jit.script: "
+                              f"{error}. Give example_inputs to fuse it through torch.export instead") from error
+
+
+def _exported(programs, source, b):
+    """The C++ module of torch.export programs ({"model": ep} or {"train": ..., "eval": ...})."""
+    archive = io.BytesIO()
+    package_pt2(archive, exported_programs=programs)
+    return _C.load_exported(archive.getvalue(), source, b)
+
+
+def _member(model, b, example_inputs):
+    """(C++ module, source) of member b."""
+    source = f"{type(model).__name__} {b}"
     if isinstance(model, torch.jit.ScriptModule):
-        return model
+        return model._c, source
+    if isinstance(model, torch.export.ExportedProgram):
+        return _exported({"model": model}, f"ExportedProgram {b}", b), f"ExportedProgram {b}"
+    if (isinstance(model, tuple) and len(model) == 2
+            and all(isinstance(p, torch.export.ExportedProgram) for p in model)):
+        return _exported({"train": model[0], "eval": model[1]}, f"ExportedPrograms {b}", b), f"ExportedPrograms {b}"
     if isinstance(model, torch.nn.Module):
-        with warnings.catch_warnings():  # hfta scripts on the user's behalf; its deprecation is hfta's concern
-            warnings.filterwarnings("ignore", message=".*torch.jit.script.*deprecated.*")
-            try:
-                return torch.jit.script(model)
-            except Exception as error:  # TorchScript's own errors: several types, all with a message
-                raise FusionError(f"model {b} ({type(model).__name__}) cannot be scripted by "
-                                  f"torch.jit.script: {error}") from error
-    raise FusionError(f"model {b} is a {type(model).__name__}; give nn.Modules, ScriptModules or .pt paths")
+        if example_inputs is None:
+            return _scripted(model, b)._c, source
+        return _exported(export_programs(model, example_inputs), source, b), source
+    raise FusionError(f"model {b} is a {type(model).__name__}; give nn.Modules, ScriptModules, ExportedPrograms "
+                      "(or (train, eval) pairs of them), or .pt/.pt2 paths")
 
 
 def fuse(models: Sequence[Model], *, shared_input: bool = False, report: bool = False,
-         allow_single_member: bool = True):
-    """The fused module of `models` (all nn.Modules or ScriptModules, or all
-    paths of TorchScript files): what hfta-fuse writes, made in this process.
+         allow_single_member: bool = True, example_inputs: Optional[Tuple[Any, ...]] = None):
+    """The fused module of `models`: what hfta-fuse writes, made in this
+    process. Members are all paths (TorchScript .pt, torch.export .pt2) or
+    all objects: ScriptModules, ExportedPrograms (or (train, eval) pairs of
+    them, one per mode), or nn.Modules, which are scripted, or exported in
+    both modes (hfta.export) when example_inputs (one member's forward
+    arguments) are given.
 
     Its parameters and buffers are the members' stacked on a new leading
     dim; forward takes [B, N, ...] (or, with shared_input, one [N, ...]
@@ -78,9 +108,8 @@ def fuse(models: Sequence[Model], *, shared_input: bool = False, report: bool = 
         module, text, report_json = _C.fuse_files([os.fspath(m) for m in models], shared_input,
                                                   allow_single_member)
     else:
-        scripted = [_scripted(m, b) for b, m in enumerate(models)]
-        sources = [f"{type(m).__name__} {b}" for b, m in enumerate(models)]
-        module, text, report_json = _C.fuse([s._c for s in scripted], sources, shared_input, allow_single_member)
+        modules, sources = zip(*[_member(m, b, example_inputs) for b, m in enumerate(models)])
+        module, text, report_json = _C.fuse(list(modules), list(sources), shared_input, allow_single_member)
     fused = torch.jit._recursive.wrap_cpp_module(module)
     if not report:
         return fused

@@ -52,6 +52,12 @@ void bindFusion(py::module_& m) {
         return resultTuple(result);
       },
       py::arg("paths"), py::arg("shared_input"), py::arg("allow_single_member"));
+  m.def(
+      "load_exported",
+      [](const py::bytes& archive, const std::string& source, int64_t index) {
+        return loadExportedMember(std::string(archive), source, index).module;
+      },
+      py::arg("archive"), py::arg("source"), py::arg("index"));
   m.def("split", &split, py::arg("fused"), py::arg("member"));
   m.def("array_size", &arraySize, py::arg("fused"));
   m.def("is_fused", &isFused, py::arg("module"));

@@ -129,6 +129,8 @@ std::vector<Rule> rules::elementwise() {
       {"aten::clamp_min(Tensor self, Scalar min) -> Tensor", fusePerElement},
       {"aten::zero_(Tensor(a!) self) -> Tensor(a!)", fusePerElementInPlace},
       {"aten::clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor", fuseClone},
+      // x.detach() (torch.export records it where a scripted model has it).
+      {"aten::detach(Tensor(a) self) -> Tensor(a)", fusePerElement},
       {"aten::hardshrink(Tensor self, Scalar lambd=0.5) -> Tensor", fusePerElement},
       {"aten::softshrink(Tensor self, Scalar lambd=0.5) -> Tensor", fusePerElement},
       {"aten::log_sigmoid(Tensor self) -> Tensor", fusePerElement},

@@ -1,0 +1,63 @@
+"""A member for hfta as a torch.export archive (.pt2) holding both modes.
+
+torch.export records one mode: the operators' flags (dropout's `train`,
+batch norm's `training`) are constants in the exported graph. `export`
+records the model after model.train() and after model.eval() and saves
+both programs, named "train" and "eval", in one archive (PyTorch's own
+package_pt2 layout); hfta's fused module runs the first in train() and the
+second in eval(). An archive of one program (torch.export.save) is fused
+too: it serves the mode it records, and the fused module raises in the
+other.
+
+This file imports only torch, so that test setup can load it alone.
+"""
+import io
+import os
+from typing import Any, Dict, Optional, Tuple, Union
+
+import torch
+from torch.export.pt2_archive._package import package_pt2
+
+__all__ = ["export", "export_programs", "batch_dynamic_shapes"]
+
+
+def batch_dynamic_shapes(args: Tuple[Any, ...]):
+    """Dim 0 of every tensor argument dynamic (one symbol for all), so the
+    fused module takes any batch size, the last short batch of an epoch
+    included. Dim.AUTO: where the model fixes the batch, export keeps it."""
+    return tuple({0: torch.export.Dim.AUTO} if isinstance(a, torch.Tensor) and a.dim() > 0 else None for a in args)
+
+
+def export_programs(model: torch.nn.Module, args: Tuple[Any, ...], kwargs: Optional[Dict[str, Any]] = None,
+                    dynamic_shapes=None, strict: bool = False) -> Dict[str, "torch.export.ExportedProgram"]:
+    """{"train": ..., "eval": ...}: `model` exported in each mode (its mode
+    is restored afterwards)."""
+    if not isinstance(args, tuple):
+        args = (args,)
+    if dynamic_shapes is None and not kwargs:
+        dynamic_shapes = batch_dynamic_shapes(args)
+    was_training = model.training
+    programs = {}
+    try:
+        for mode in ("train", "eval"):
+            model.train(mode == "train")
+            programs[mode] = torch.export.export(model, args, kwargs, dynamic_shapes=dynamic_shapes, strict=strict)
+    finally:
+        model.train(was_training)
+    return programs
+
+
+def export(model: torch.nn.Module, args: Tuple[Any, ...], path: Union[str, os.PathLike, None] = None, *,
+           kwargs: Optional[Dict[str, Any]] = None, dynamic_shapes=None, strict: bool = False):
+    """Exports `model` (called as model(*args, **kwargs)) in training and in
+    evaluation mode into one .pt2 at `path`, or into bytes if path is None.
+
+    dynamic_shapes as torch.export.export takes it; by default the batch
+    (dim 0 of each tensor argument) is dynamic."""
+    programs = export_programs(model, args, kwargs, dynamic_shapes, strict)
+    if path is None:
+        buffer = io.BytesIO()
+        package_pt2(buffer, exported_programs=programs)
+        return buffer.getvalue()
+    package_pt2(os.fspath(path), exported_programs=programs)
+    return path
