@@ -41,10 +41,18 @@ FormScope::~FormScope() {
 
 std::string modelPath(const std::string& name) { return modelsDir() + "/" + name; }
 
-std::vector<std::string> memberPaths(const std::string& kind, int members) {
+std::vector<std::string> memberPaths(const std::string& kind, int members, bool exported) {
   std::vector<std::string> paths;
-  for (int b = 0; b < members; ++b) paths.push_back(modelPath(fmt::format("{}_{}.pt", kind, b)));
+  for (int b = 0; b < members; ++b) paths.push_back(modelPath(fmt::format("{}_{}.pt{}", kind, b, exported ? "2" : "")));
   return paths;
+}
+
+bool takeExported(std::string& kind) {
+  const std::string suffix = "+exported";
+  const auto at = kind.find(suffix);
+  if (at == std::string::npos) return false;
+  kind.erase(at, suffix.size());
+  return true;
 }
 
 Reference::Reference(const std::string& name) {

@@ -60,7 +60,12 @@ class FormScope {
 // The folder written by tests/python/make_test_models.py.
 std::string modelsDir();
 std::string modelPath(const std::string& name);
-std::vector<std::string> memberPaths(const std::string& kind, int members = 3);
+// <kind>_<b>.pt for b < members; with exported, the torch.export archives
+// of the same members (<kind>_<b>.pt2, make_exported_models.py).
+std::vector<std::string> memberPaths(const std::string& kind, int members = 3, bool exported = false);
+// Strips the suffix "+exported" from a test kind: whether it was there
+// (the test reads the members' .pt2 archives).
+bool takeExported(std::string& kind);
 
 // A dict of PyTorch's answers written by torch.save in the test setup.
 class Reference {

@@ -47,7 +47,8 @@ void trainFused(torch::jit::Module& fused, const Reference& ref) {
 
 // A kind with the suffix "+per-member-conv" runs every convolution as B
 // dense ones, "+channels-last-conv" as one channels-last grouped one,
-// "+per-member-linear" every linear as B GEMMs (testing::FormScope).
+// "+per-member-linear" every linear as B GEMMs (testing::FormScope); with
+// "+exported" the members are the same models' torch.export archives.
 class FusionEquivalence : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
@@ -55,10 +56,12 @@ class FusionEquivalence : public ::testing::TestWithParam<std::string> {
     const auto dtype = ref_.tensor("y").scalar_type();  // the members' (x may hold token ids)
     tolerance_ = testing::tolerancesFor(dtype);
     tolerance_.trained = testing::trainedTolerance(dtype, ref_.tensor("sensitivity").item<double>());
-    fused_ = fuse(loadMembers(testing::memberPaths(kind_)));
+    fused_ = fuse(loadMembers(memberPaths()));
   }
+  std::vector<std::string> memberPaths() const { return testing::memberPaths(kind_, 3, exported_); }
   std::string kind_ = GetParam();
   testing::FormScope forms_{kind_};
+  bool exported_ = testing::takeExported(kind_);
   Reference ref_;
   testing::Tolerances tolerance_{};  // the members' dtype's
   FusionResult fused_;
@@ -114,7 +117,7 @@ TEST_P(FusionEquivalence, SgdStepsWithPerMemberSettingsMatchTrainingAlone) {
 }
 
 TEST_P(FusionEquivalence, SharedInputMatchesEachMemberOnTheSameBatch) {
-  auto members = loadMembers(testing::memberPaths(kind_));
+  auto members = loadMembers(memberPaths());
   auto shared = fuse(members, {/*shared_input=*/true});
   const auto x = ref_.tensor("x")[0][0];  // one batch, member-shaped
   const auto out = firstOutput(shared.module.forward({x}));
@@ -184,6 +187,17 @@ INSTANTIATE_TEST_SUITE_P(RuleFamilies, FusionEquivalence,
                          ::testing::Values("encdec", "resample1d", "conv3d", "expand_as", "stochastic_depth",
                                            "encdec+per-member-conv", "encdec+channels-last-conv",
                                            "conv3d+per-member-conv"));
+
+// The families make_test_models.py also writes as torch.export archives
+// (hfta.export: both modes), fused from those and held to the same
+// reference: forward in both modes, gradients, SGD steps, buffers, split.
+INSTANTIATE_TEST_SUITE_P(Exported, FusionEquivalence,
+                         ::testing::Values("mlp+exported", "lenet+exported", "pointnet+exported", "resnet18+exported",
+                                           "mobilenet_v2+exported", "dcgan_d+exported", "encdec+exported",
+                                           "stochastic_depth+exported", "lm_tiny+exported", "lm_tiny_tied+exported",
+                                           "bert_tiny+exported", "encoder_pre_gelu_padding+exported",
+                                           "lstm_lm_tiny+exported", "resnet18+exported+per-member-conv",
+                                           "bert_tiny+exported+per-member-linear"));
 
 // (and the layer zoo of examples/cnn.py, every other conv/pool/shape form,
 // and traced members, whose convolutions are aten::_convolution)

@@ -20,6 +20,8 @@ Writes into OUT_DIR:
   lstm_*, gru_*, rnn_*      the recurrent families (make_recurrent_models.py)
   lm_tiny_*, bert_tiny_*,    the Transformer families (make_text_models.py), with
   mha_*, encoder_*, ...     Adadelta + StepLR and AdamW trajectories besides SGD
+  <kind>_<b>.pt2            the families of EXPORTED as torch.export archives
+                            (make_exported_models.py), the same models
   ensemble_<case>.pt        ensembles of examples/ensemble.py in one module,
   ensemble_<case>_reference.pt  with the input, outputs and every member's
                             gradients of the sum of squared outputs
@@ -38,6 +40,7 @@ import make_optim_references  # noqa: E402
 import make_recurrent_models  # noqa: E402
 import rule_models  # noqa: E402  (registers the rule families with mlp.MODELS)
 import make_text_models  # noqa: E402
+import make_exported_models  # noqa: E402
 import ensemble  # noqa: E402
 
 MEMBERS = 3
@@ -77,6 +80,38 @@ VISION_BATCH = 4
 # network: its forward in training mode is deterministic, so it can match
 # PyTorch's; with p > 0 the statistics tests check it.
 RULE_STEPS = {"encdec": 5, "resample1d": 5, "conv3d": 3, "expand_as": 10, "stochastic_depth": 5}
+# Families also fused from torch.export archives (the tests' "+exported"
+# kinds): MLP, CNNs with batch norm and dropout, Transformers (a tied
+# embedding among them), an LSTM, the rule families' upsampling and
+# stochastic depth; the MLP (no mode-dependent op) and LeNet (batch norm,
+# dropout) also as one-mode archives.
+EXPORTED = ["mlp", "lenet", "pointnet", "resnet18", "mobilenet_v2", "dcgan_d", "encdec", "stochastic_depth",
+            "lm_tiny", "lm_tiny_tied", "bert_tiny", "encoder_pre_gelu_padding", "lstm_lm_tiny"]
+
+
+def member_model(kind, b):
+    """Member b of `kind` as an nn.Module: the model its scripted member_<b>.pt holds."""
+    if kind in make_text_models.FAMILIES:
+        builder, dtype, _ = make_text_models.FAMILIES[kind]
+        torch.manual_seed(b)
+        return builder().to(dtype)
+    if kind in make_recurrent_models.FAMILIES:
+        torch.manual_seed(b)
+        return make_recurrent_models.FAMILIES[kind][0]().to(torch.float64)
+    first_seed, dtype = (40, torch.float64) if kind in RULE_STEPS else (0, torch.float32)
+    if kind in VISION:
+        dtype = torch.float64
+    torch.manual_seed(first_seed + b)
+    return mlp.MODELS[kind](**VISION.get(kind, {})).to(dtype)
+
+
+def write_exported(out_dir):
+    for kind in EXPORTED:
+        model = member_model(kind, 0)
+        dtype = next(model.parameters()).dtype
+        example = make_inputs(kind, (BATCH,), torch.Generator().manual_seed(0), dtype)
+        make_exported_models.write(out_dir, kind, lambda b: member_model(kind, b), example,
+                                   one_mode=kind in ("mlp", "lenet"))
 
 
 def first(output):
@@ -317,6 +352,7 @@ def main(out_dir):
         torch.jit.save(mlp.make_member("mlp", 7, dropout=0.5), os.path.join(out_dir, f"dropout_{b}.pt"))
         torch.jit.save(mlp.make_member("lenet", 7, dropout=0.5),
                        os.path.join(out_dir, f"lenet_dropout_{b}.pt"))
+    write_exported(out_dir)
     write_mismatches(out_dir)
     write_conv_mismatches(out_dir)
     make_optim_references.main(out_dir)
