@@ -149,8 +149,11 @@ void addTensors(ModuleTree& tree, const Program& program, const Program* other, 
       const char* kind = want_parameters ? "parameter" : "buffer";
       if (!spec.contains(kind)) continue;
       const auto name = spec.at(kind).at(want_parameters ? "parameter_name" : "buffer_name").get<std::string>();
-      const auto it = program.weights.find(name);
-      if (it == program.weights.end()) {
+      // A non-persistent buffer is stored with the constants.
+      const auto* stored = &program.weights;
+      if (!stored->count(name)) stored = &program.constants;
+      const auto it = stored->find(name);
+      if (it == stored->end()) {
         throw UserError(
             fmt::format("{}: program `{}` has no tensor for `{}` (a damaged archive?). Save it again "
                         "with torch.export.save",
@@ -163,7 +166,9 @@ void addTensors(ModuleTree& tree, const Program& program, const Program* other, 
   for (const auto& [name, tensor] : program.weights) {
     if (!parameters.count(name) && !buffers.count(name)) tree.addTensor(name, tensor, tensor.requires_grad(), false);
   }
-  for (const auto& [name, tensor] : program.constants) tree.addTensor(name, tensor, false, false);
+  for (const auto& [name, tensor] : program.constants) {
+    if (!buffers.count(name)) tree.addTensor(name, tensor, false, false);
+  }
   if (!other || other == &program) return;
   for (const auto& [name, tensor] : other->weights) {
     const auto it = program.weights.find(name);

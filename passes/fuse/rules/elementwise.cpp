@@ -209,6 +209,10 @@ std::vector<Rule> rules::elementwise() {
       {"aten::to.dtype(Tensor(a) self, ScalarType dtype, bool non_blocking=False, bool copy=False, MemoryFormat? "
        "memory_format=None) -> Tensor(a)",
        fusePerElement},
+      {"aten::to.dtype_layout(Tensor(a) self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, "
+       "bool? pin_memory=None, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None) -> "
+       "Tensor(a)",
+       fusePerElement},
       // Arithmetic with a scalar.
       {"aten::add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor", fusePerElement},
       {"aten::sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor", fusePerElement},

@@ -235,6 +235,19 @@ RuleResult fuseIndex(RuleContext& ctx) {
   return RuleResult::fused();
 }
 
+// x.gather(dim, index): each member gathers from its own slice with its
+// own index (or one all members share, stacked).
+//
+//   %y = aten::gather(%x, %dim, %index)  ->  %y = aten::gather(%x, %dim + 1, %index)
+//        x, index: [N, L]                      x, index: [B, N, L]
+RuleResult fuseGather(RuleContext& ctx) {
+  if (ctx.kind(1) != ValueKind::Uniform || ctx.kind(3) != ValueKind::Uniform) {
+    return RuleResult::decline("the dim or sparse_grad differs per member");
+  }
+  ctx.bindOutputsByType(ctx.insertCopy({{0, ctx.array(0)}, {1, ctx.stackedDim(1)}, {2, ctx.array(2)}}));
+  return RuleResult::fused();
+}
+
 // dtype, device and friends are the same for the array as for each member.
 RuleResult fuseMemberInvariant(RuleContext& ctx) {
   auto* copy = ctx.insertCopy({{0, ctx.array(0)}});
@@ -260,6 +273,7 @@ std::vector<Rule> rules::shape() {
       {"aten::expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)", fuseExpand},
       {"aten::expand_as(Tensor(a) self, Tensor other) -> Tensor(a)", fuseExpandAs},
       {"aten::index.Tensor(Tensor self, Tensor?[] indices) -> Tensor", fuseIndex},
+      {"aten::gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor", fuseGather},
       {"aten::slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> "
        "Tensor(a)",
        fuseWithDims<1>},
