@@ -10,7 +10,8 @@
 #   from whose wheel LibTorch is taken, plus cmake, ninja, lit,
 #   scikit-learn (whose 8x8 digits become .data/digits.pt, hfta-train's
 #   default data set), matplotlib (the demo's plot), pytest and optuna (the
-#   Python package's tests), scikit-build-core (pip install . of it) and
+#   Python package's tests), scikit-build-core (pip install . of it),
+#   transformers (Hugging Face models fused through torch.export) and
 #   torchvision, the release made for that torch (its classification
 #   models are the zoo of scripts/zoo_census.sh; no weights are downloaded).
 set -euo pipefail
@@ -18,6 +19,7 @@ cd "$(dirname "$0")/.."
 
 readonly TORCH_VERSION=2.11.0
 readonly TORCHVISION_VERSION=0.26.0  # the release for torch 2.11.0
+readonly TRANSFORMERS_VERSION=5.25.0  # tiny GPT-2 and BERT in the torch.export tests
 readonly APT_PACKAGES=(g++ make git python3 python3-venv python3-dev ninja-build libfmt-dev
   libcli11-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev llvm-14-tools clang-format fortunes libgloo-dev)
 
@@ -41,14 +43,16 @@ if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
 if ! .venv/bin/python -c "
-import sys, torch, torchvision, sklearn, matplotlib, pytest, optuna, scikit_build_core
+import sys, torch, torchvision, sklearn, matplotlib, pytest, optuna, scikit_build_core, transformers
 version = lambda m: m.__version__.split('+')[0]
-sys.exit(version(torch) != '$TORCH_VERSION' or version(torchvision) != '$TORCHVISION_VERSION')" 2>/dev/null \
+sys.exit(version(torch) != '$TORCH_VERSION' or version(torchvision) != '$TORCHVISION_VERSION'
+         or transformers.__version__ != '$TRANSFORMERS_VERSION')" 2>/dev/null \
    || [ ! -x .venv/bin/cmake ] || [ ! -x .venv/bin/lit ]; then
   echo "setup: installing torch==$TORCH_VERSION, torchvision==$TORCHVISION_VERSION, cmake, lit, numpy, scikit-learn," \
-    "matplotlib, pytest, optuna, scikit-build-core into .venv"
+    "matplotlib, pytest, optuna, scikit-build-core, transformers==$TRANSFORMERS_VERSION into .venv"
   .venv/bin/pip install -q --disable-pip-version-check "torch==$TORCH_VERSION" "torchvision==$TORCHVISION_VERSION" \
-    numpy "cmake>=3.28" lit scikit-learn matplotlib pytest optuna "scikit-build-core>=0.10"
+    numpy "cmake>=3.28" lit scikit-learn matplotlib pytest optuna "scikit-build-core>=0.10" \
+    "transformers==$TRANSFORMERS_VERSION"
 fi
 # hfta-train's default data set: scikit-learn's digits, converted once.
 [ -f .data/digits.pt ] || .venv/bin/python scripts/make_digits.py .data/digits.pt

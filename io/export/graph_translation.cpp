@@ -37,13 +37,21 @@ bool isExportCheck(const std::string& target) {
   return checks.count(target) > 0;
 }
 
-// Symbolic sizes are read as TorchScript reads sizes: the passes map
-// aten::size of a fused value to the member's own size.
-const std::map<std::string, std::string>& sizeOperators() {
-  static const std::map<std::string, std::string> ops = {{"aten::sym_size", "aten::size"},
-                                                         {"aten::sym_numel", "aten::numel"},
-                                                         {"aten::sym_stride", "aten::stride"},
-                                                         {"aten::sym_storage_offset", "aten::storage_offset"}};
+// Operators export records that TorchScript spells otherwise.
+const std::map<std::string, std::string>& renamedOperators() {
+  static const std::map<std::string, std::string> ops = {
+      // Symbolic sizes are read as TorchScript reads sizes: the passes map
+      // aten::size of a fused value to the member's own size.
+      {"aten::sym_size", "aten::size"},
+      {"aten::sym_numel", "aten::numel"},
+      {"aten::sym_stride", "aten::stride"},
+      {"aten::sym_storage_offset", "aten::storage_offset"},
+      // torch.tensor(0) in a forward: a lifted constant, copied fresh and
+      // detached in place. In the fused module the constant is one
+      // member's slice of a stacked tensor, a view, which detach_ refuses;
+      // the out-of-place forms give the same values.
+      {"aten::lift_fresh_copy", "aten::clone"},
+      {"aten::detach_", "aten::detach"}};
   return ops;
 }
 
@@ -308,7 +316,7 @@ class Translator {
     std::string symbol = qualified.substr(0, dot) + "::" + qualified.substr(dot + 1, last - dot - 1);
     std::string overload = qualified.substr(last + 1);
     if (overload == "default") overload = "";
-    if (const auto it = sizeOperators().find(symbol); it != sizeOperators().end()) symbol = it->second;
+    if (const auto it = renamedOperators().find(symbol); it != renamedOperators().end()) symbol = it->second;
     // Export leaves out x.contiguous() where the traced x was contiguous,
     // so a view may rely on the strides one member's kernels gave (the CPU
     // attention's output, laid out for nn.MultiheadAttention's permute and
