@@ -1,6 +1,6 @@
 // hfta-opt: an mlir-opt-style driver for the passes, for lit tests and for
 // people. Reads TorchScript IR text (one file per member, or one file and
-// --array-size B) or one TorchScript module (.pt), runs the named passes in
+// --array-size B) or one module (.pt, or a torch.export .pt2), runs the named passes in
 // order, each on what the one before left (passes/opt/registry.h), and
 // prints the resulting IR; --report prints what the passes said.
 #include <fmt/format.h>
@@ -24,7 +24,11 @@ std::shared_ptr<torch::jit::Graph> parseFile(const std::string& path) {
   return hfta::parseGraph(text.str(), path);
 }
 
-bool isModuleFile(const std::string& path) { return path.size() > 3 && path.substr(path.size() - 3) == ".pt"; }
+// A TorchScript module (.pt) or torch.export archive (.pt2), not IR text.
+bool isModuleFile(const std::string& path) {
+  const auto dot = path.rfind('.');
+  return dot != std::string::npos && (path.substr(dot) == ".pt" || path.substr(dot) == ".pt2");
+}
 
 }  // namespace
 
@@ -35,12 +39,13 @@ int main(int argc, char** argv) {
   bool report = false;
   std::string output;
   hfta::PassState state;
-  std::string pass_help = "a pass to run (repeatable, in order):";
+  std::string pass_help = "a pass to run (repeatable, in order; none: print the input's graph):";
   for (const auto& pass : hfta::registeredPasses()) pass_help += fmt::format("\n  {}: {}", pass.name, pass.summary);
   app.add_option("files", files,
-                 "TorchScript IR text, one file per member (or one, with --array-size), or a module (.pt)")
+                 "TorchScript IR text, one file per member (or one, with --array-size), or a module (.pt, or a "
+                 "torch.export .pt2: its translation)")
       ->required();
-  app.add_option("--pass", pass_names, pass_help)->required();
+  app.add_option("--pass", pass_names, pass_help);
   app.add_option("--array-size,-B", array_size, "members, as copies of the single input file");
   app.add_option("--shared-inputs", state.shared_inputs, "indices of tensor inputs that all members share (fuse)")
       ->delimiter(',');
@@ -51,7 +56,7 @@ int main(int argc, char** argv) {
     std::vector<const hfta::RegisteredPass*> pipeline;
     for (const auto& name : pass_names) pipeline.push_back(&hfta::findPass(name));
     if (files.size() > 1 && std::any_of(files.begin(), files.end(), isModuleFile)) {
-      throw hfta::UserError("hfta-opt reads one module (.pt), or IR text files (one per member)");
+      throw hfta::UserError("hfta-opt reads one module (.pt, .pt2), or IR text files (one per member)");
     }
     if (files.size() == 1 && isModuleFile(files[0])) {
       hfta::tools::checkInputs(files, "module");
@@ -70,7 +75,7 @@ int main(int argc, char** argv) {
         state.graphs.push_back({parseFile(files[b]), fmt::format("graph {} ({})", b, files[b])});
       }
     }
-    if (!output.empty() && !state.module) throw hfta::UserError("-o saves a module: give one .pt file");
+    if (!output.empty() && !state.module) throw hfta::UserError("-o saves a module: give one .pt or .pt2 file");
     for (const auto* pass : pipeline) pass->run(state);
     if (report) {
       for (const auto& text : state.reports) std::cerr << text;

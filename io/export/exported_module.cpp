@@ -34,7 +34,7 @@ struct ModePrograms {
 };
 
 ModePrograms choosePrograms(const std::vector<Program>& programs, const std::string& label) {
-  if (programs.size() == 1) {
+  if (programs.size() == 1 && programs[0].name != "train" && programs[0].name != "eval") {
     const auto& only = programs[0];
     switch (recordedMode(only, label)) {
       case Mode::Training:

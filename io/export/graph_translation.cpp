@@ -439,16 +439,22 @@ class Translator {
     return results;
   }
 
+  void setGradEnabled(Value* enabled) {
+    // Graph::insert packs an operator's results in a tuple: none here.
+    Value* none = ir_.insert(c10::Symbol::fromQualString("aten::set_grad_enabled"), {enabled});
+    if (none->node()->kind() == c10::prim::TupleConstruct && !none->hasUses()) none->node()->destroy();
+  }
+
   // wrap_with_set_grad_enabled(enabled, subgraph, *operands): the subgraph
   // between set_grad_enabled(enabled) and the mode before it.
   std::vector<Value*> emitSetGradEnabled(const json& node, Environment& env) {
     const auto args = higherOrderArguments(node, env);
     if (args.graphs.size() != 1 || args.values.empty()) throw error(&node, "it takes a flag and one subgraph");
     Value* before = ir_.insert(c10::Symbol::fromQualString("aten::is_grad_enabled"), {});
-    ir_.insert(c10::Symbol::fromQualString("aten::set_grad_enabled"), {args.values[0]});
+    setGradEnabled(args.values[0]);
     const auto results =
         emitSubgraph(node, *args.graphs[0], std::vector<Value*>(args.values.begin() + 1, args.values.end()));
-    ir_.insert(c10::Symbol::fromQualString("aten::set_grad_enabled"), {before});
+    setGradEnabled(before);
     return results;
   }
 

@@ -12,9 +12,11 @@
 #include <atomic>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <thread>
 
 #include "hfta/hfta.h"
+#include "io/archive_kind.h"
 #include "io/fused_record.h"
 #include "io/module_mirror.h"
 #include "io/tensor_slots.h"
@@ -194,6 +196,20 @@ FusionResult fuse(const std::vector<Member>& members, const FuseOptions& options
 }
 
 FusionResult fuseFiles(const std::vector<std::string>& paths, const FuseOptions& options) {
+  // A scripted member's graph and an exported one's differ (TorchScript's
+  // branches on `training` against two programs): say so before matching.
+  std::optional<size_t> first;  // the first member of either kind
+  for (size_t b = 0; b < paths.size(); ++b) {
+    const auto kind = archiveKind(paths[b]);
+    if (kind != ArchiveKind::TorchScript && kind != ArchiveKind::ExportedProgram) continue;  // loading says what
+    if (!first) first = b;
+    const auto first_kind = archiveKind(paths[*first]);
+    if (kind != first_kind) {
+      throw UserError(fmt::format("model {} ({}) is {} and model {} ({}) {}: save every member the same way", b,
+                                  paths[b], describeArchiveKind(kind), *first, paths[*first],
+                                  describeArchiveKind(first_kind)));
+    }
+  }
   return fuseFrom(
       static_cast<int64_t>(paths.size()), [&](int64_t b) { return loadMember(paths[b], b); }, options);
 }

@@ -115,7 +115,7 @@ TEST(BadInput, MissingFileAndNonArchiveAreNamed) {
     loadMembers({testing::modelPath("not_a_model.pt")});
     FAIL() << "expected a UserError";
   } catch (const UserError& e) {
-    expectContains(e.what(), {"model 0", "not_a_model.pt", "not a TorchScript archive"});
+    expectContains(e.what(), {"model 0", "not_a_model.pt", "is not a model hfta reads"});
   }
 }
 
