@@ -9,6 +9,7 @@
   functional.pt2      a program after run_decompositions() (auto_functionalized)
   autocast.pt2        a torch.autocast block (wrap_with_autocast)
   skewed.pt2          cnn_train.pt2 claiming schema version 9.0
+  lstm.pt2            nn.LSTM, whose zero initial state export records on the CPU
 
     export_programs.py OUT_DIR
 """
@@ -98,6 +99,8 @@ package_pt2(os.path.join(out, "mislabelled.pt2"), exported_programs={"train": pr
 package_pt2(os.path.join(out, "other_names.pt2"), exported_programs={"small": programs["eval"], "large": programs["eval"]})
 torch.export.save(torch.export.export(Branchy(), (features,)), os.path.join(out, "branchy.pt2"))
 torch.export.save(torch.export.export(Autocast(), (features,)), os.path.join(out, "autocast.pt2"))
+torch.export.save(torch.export.export(nn.LSTM(24, 20, batch_first=True), (torch.randn(4, 5, 24),)),
+                  os.path.join(out, "lstm.pt2"))
 torch.export.save(torch.export.export(Mutating(), (features,)).run_decompositions(), os.path.join(out, "functional.pt2"))
 
 # The same archive with its schema version changed, written record by

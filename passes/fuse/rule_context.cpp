@@ -91,9 +91,11 @@ bool RuleContext::foldedWithSpatialDims(size_t i, const std::vector<size_t>& dim
   for (size_t d : dims) {
     if (kind(d) != ValueKind::Uniform) return false;
     Value* dim = input(d).value;
-    if (auto one = torch::jit::constant_as<int64_t>(dim)) {
+    // One dim or a list of them (constant_as<int64_t> asserts on a list).
+    const bool single = dim->type()->kind() == c10::TypeKind::IntType;
+    if (auto one = single ? torch::jit::constant_as<int64_t>(dim) : std::nullopt) {
       if (*one < 2) return false;
-    } else if (auto many = constantInts(dim)) {
+    } else if (auto many = single ? std::nullopt : constantInts(dim)) {
       if (many->empty()) return false;
       for (int64_t x : *many) {
         if (x < 2) return false;

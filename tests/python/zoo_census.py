@@ -52,6 +52,9 @@ families' smaller members run the same ops.
       --split build/tools/hfta-split --runtime build/runtime/libhfta_runtime.so \\
       [--models resnet18,swin_t] [--strict] [--json census.json]
 
+--export writes the members with hfta.export (torch.export, both modes,
+.pt2) instead of scripting them, and compares with each member run eagerly.
+
 --strict exits 1 unless every model run fuses with 0 fallback nodes and
 matches within TOLERANCE (what the ctest tests of single models assert).
 The Markdown table goes to stdout, progress to stderr.
@@ -74,9 +77,17 @@ warnings.filterwarnings("ignore", message=r".*torch\.jit.*")
 warnings.filterwarnings("ignore", message=r".*Scripted (Inception3|GoogleNet) always returns.*")
 warnings.filterwarnings("ignore", category=FutureWarning)
 
+import importlib.util  # noqa: E402
+
 import torch  # noqa: E402
 import torchvision  # noqa: E402
 from torchvision import models  # noqa: E402
+
+# hfta.export without importing hfta (the file imports only torch).
+_spec = importlib.util.spec_from_file_location(
+    "hfta_export", os.path.join(os.path.dirname(__file__), "..", "..", "python", "hfta", "export.py"))
+hfta_export = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(hfta_export)
 
 MEMBERS = 2
 BATCH = 4
@@ -153,6 +164,18 @@ def build(name, seed):
     model = models.get_model(name, **constructor_kwargs(name))
     random_ops = switch_random_off(model)
     return model.double(), random_ops
+
+
+# Exported members (.pt2) are compared with the model they were exported
+# from, run eagerly: path -> (name, seed) to build it again.
+EAGER_MEMBERS = {}
+
+
+def load_member(path):
+    """Member alone: the scripted module, or the eager model of an exported one."""
+    if path in EAGER_MEMBERS:
+        return build(*EAGER_MEMBERS[path])[0]
+    return torch.jit.load(path)
 
 
 def flatten(out):
@@ -285,7 +308,7 @@ def compare(row, fused_path, paths, x):
     gc.collect()
     errors = dict.fromkeys(CHECKS, 0.0)
     for b, path in enumerate(paths):
-        member = torch.jit.load(path)
+        member = load_member(path)
         alone, grads, buffers = train_step(member, x[b], weights[b])
         errors["forward train"] = max(errors["forward train"], worst(member_slice(out, b), alone))
         for name, want in grads.items():
@@ -308,9 +331,9 @@ def sensitivity(path, x, weights):
     """How far one rounding step of the input moves member 0 alone."""
     gen = torch.Generator().manual_seed(3)
     nudged = x * (1 + 1e-16 * torch.randn(x.shape, generator=gen, dtype=x.dtype))
-    out, grads, buffers = train_step(torch.jit.load(path), x, weights)
-    out2, grads2, buffers2 = train_step(torch.jit.load(path), nudged, weights)
-    member = torch.jit.load(path).eval()
+    out, grads, buffers = train_step(load_member(path), x, weights)
+    out2, grads2, buffers2 = train_step(load_member(path), nudged, weights)
+    member = load_member(path).eval()
     with torch.no_grad():
         eval_out, eval_out2 = flatten(member(x)), flatten(member(nudged))
     return {
@@ -322,7 +345,7 @@ def sensitivity(path, x, weights):
 
 
 def compare_split(row, split_path, member_path, x):
-    split, member = torch.jit.load(split_path), torch.jit.load(member_path)
+    split, member = torch.jit.load(split_path), load_member(member_path)
     split_state, member_state = split.state_dict(), member.state_dict()
     if sorted(split_state) != sorted(member_state):
         row.split_error = math.inf
@@ -342,23 +365,37 @@ def census_model(args, name, tmp):
     try:
         model, row.random_ops = build(name, 0)
         row.params = sum(p.numel() for p in model.parameters())
-        try:
-            scripted = torch.jit.script(model)
-            row.scripts = True
-        except Exception as e:  # PyTorch's own limits: the census names them
-            row.scripts = False
-            row.note = f"does not script: {str(e).strip().splitlines()[0]}"
-            return row
-        if args.max_params and row.params > args.max_params * 1e6:
-            row.note = f"not run: {row.params / 1e6:.0f}M parameters > --max-params {args.max_params:g}M"
-            return row
-        paths = [os.path.join(tmp, f"{name}_{b}.pt") for b in range(MEMBERS)]
-        scripted.save(paths[0])
-        for b in range(1, MEMBERS):
-            # The same code with another seed's weights.
-            scripted.load_state_dict(build(name, b)[0].state_dict())
-            scripted.save(paths[b])
-        del model, scripted
+        if args.export:
+            paths = [os.path.join(tmp, f"{name}_{b}.pt2") for b in range(MEMBERS)]
+            example = torch.randn(BATCH, 3, row.side, row.side, dtype=torch.float64)
+            try:
+                for b, path in enumerate(paths):
+                    hfta_export.export(build(name, b)[0] if b else model, (example,), path)
+                    EAGER_MEMBERS[path] = (name, b)
+                row.scripts = True
+            except Exception as e:  # PyTorch's own limits: the census names them
+                row.scripts = False
+                row.note = f"does not export: {str(e).strip().splitlines()[0]}"
+                return row
+            del model
+        else:
+            try:
+                scripted = torch.jit.script(model)
+                row.scripts = True
+            except Exception as e:  # PyTorch's own limits: the census names them
+                row.scripts = False
+                row.note = f"does not script: {str(e).strip().splitlines()[0]}"
+                return row
+            if args.max_params and row.params > args.max_params * 1e6:
+                row.note = f"not run: {row.params / 1e6:.0f}M parameters > --max-params {args.max_params:g}M"
+                return row
+            paths = [os.path.join(tmp, f"{name}_{b}.pt") for b in range(MEMBERS)]
+            scripted.save(paths[0])
+            for b in range(1, MEMBERS):
+                # The same code with another seed's weights.
+                scripted.load_state_dict(build(name, b)[0].state_dict())
+                scripted.save(paths[b])
+            del model, scripted
         fused_path = os.path.join(tmp, f"{name}_fused.pt")
         report_path = os.path.join(tmp, f"{name}_report.json")
         row.fuse_error = run_fuse(args, paths, fused_path, report_path)
@@ -403,9 +440,9 @@ def short_verdict(row):
     return verdict.split(". ")[0].replace("|", "/")
 
 
-def markdown(rows):
+def markdown(rows, made_by="scripts"):
     lines = [
-        "| model | params | input | scripts? | random ops (p = 0) | fallback nodes | fallback kinds | "
+        f"| model | params | input | {made_by}? | random ops (p = 0) | fallback nodes | fallback kinds | "
         "forward train | forward eval | gradients | stats | split 0 | s | verdict |",
         "| --- | ---: | --- | --- | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
     ]
@@ -448,6 +485,8 @@ def main():
     parser.add_argument("--max-params", type=float, default=DEFAULT_MAX_PARAMS,
                         help=f"skip models above this many million parameters (default {DEFAULT_MAX_PARAMS}; "
                         "0: no limit)")
+    parser.add_argument("--export", action="store_true",
+                        help="members exported with hfta.export (.pt2) instead of scripted")
     parser.add_argument("--strict", action="store_true", help="exit 1 unless every model run is OK")
     parser.add_argument("--threads", type=int, default=1, help="PyTorch's threads (default 1)")
     parser.add_argument("--json", help="also write the rows as JSON here")
@@ -478,7 +517,7 @@ def main():
             print(f"zoo_census: {name}: {row.verdict()} ({row.seconds:.0f} s; fallbacks {row.fallbacks}"
                   f"{'; ' + errors if errors else ''}; split {fmt_error(row.split_error)})", file=sys.stderr,
                   flush=True)
-    print(markdown(rows))
+    print(markdown(rows, "exports" if args.export else "scripts"))
     print(f"\n{sum(r.passed() for r in rows)} of {len(rows)} models OK (0 fallback nodes, equivalent within "
           f"{TOLERANCE:g}); batch {BATCH} per member, float64, {args.threads} thread(s); torch {torch.__version__}, torchvision "
           f"{torchvision.__version__}; {time.time() - start:.0f} s")
