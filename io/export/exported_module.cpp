@@ -26,6 +26,12 @@ using torch::jit::Value;
 const json& graphModule(const Program& p) { return p.exported.at("graph_module"); }
 const json& signature(const Program& p) { return graphModule(p).at("signature"); }
 
+// "features.1.attn.lifted_tensor_0": a tensor the forward's code made.
+bool isLiftedConstant(const std::string& name) {
+  const auto dot = name.rfind('.');
+  return name.compare(dot == std::string::npos ? 0 : dot + 1, 13, "lifted_tensor") == 0;
+}
+
 // The programs serving train() and eval() (the same one when it serves
 // both; null when none does).
 struct ModePrograms {
@@ -167,7 +173,7 @@ void addTensors(ModuleTree& tree, const Program& program, const Program* other, 
     if (!parameters.count(name) && !buffers.count(name)) tree.addTensor(name, tensor, tensor.requires_grad(), false);
   }
   for (const auto& [name, tensor] : program.constants) {
-    if (!buffers.count(name)) tree.addTensor(name, tensor, false, false);
+    if (!buffers.count(name) && !isLiftedConstant(name)) tree.addTensor(name, tensor, false, false);
   }
   if (!other || other == &program) return;
   for (const auto& [name, tensor] : other->weights) {
@@ -236,7 +242,7 @@ class ForwardBuilder {
       else if (kind == "buffer")
         env[s.at("arg").at("name")] = attribute(s.at("buffer_name"));
       else if (kind == "tensor_constant")
-        env[s.at("arg").at("name")] = attribute(s.at("tensor_constant_name"));
+        env[s.at("arg").at("name")] = tensorConstant(program, s.at("tensor_constant_name"));
       else if (kind == "constant_input")
         env[s.at("name")] = constantInput(s.at("value"));
       else if (kind == "user_input") {
@@ -308,6 +314,18 @@ class ForwardBuilder {
     return attributes_[qualified] = owner;
   }
 
+  // A tensor the forward's code made (torch.tensor(count): export lifts it
+  // as `lifted_tensor_N`) is a constant of the graph, the same in every
+  // member, as TorchScript keeps it; a module's own tensor attribute is
+  // read from the module (its value may differ per member).
+  Value* tensorConstant(const Program& program, const std::string& name) {
+    if (!isLiftedConstant(name)) return attribute(name);
+    auto it = lifted_.find(name);
+    if (it != lifted_.end()) return it->second;
+    torch::jit::WithInsertPoint top(graph_->block()->nodes().front());
+    return lifted_[name] = graph_->insertConstant(program.constants.at(name));
+  }
+
   Value* constantInput(const json& value) {
     const auto kind = value.begin().key();
     const auto& v = value.begin().value();
@@ -324,6 +342,7 @@ class ForwardBuilder {
   Value* self_;
   std::vector<Value*> inputs_;
   std::map<std::string, Value*> attributes_;
+  std::map<std::string, Value*> lifted_;
 };
 
 // The forward's result from the flat user outputs, shaped as the exported

@@ -148,7 +148,10 @@ class Translator {
     return input_device_;
   }
 
-  Value* argument(const json& arg, Environment& env, const json* node) {
+  // `expected`: the type the operator's schema gives the argument, where
+  // known (a list of tensors export writes for a Tensor?[] argument must
+  // be typed so, or the match falls to another overload).
+  Value* argument(const json& arg, Environment& env, const json* node, const c10::TypePtr& expected = nullptr) {
     const auto [kind, value] = unionMember(arg);
     if (!value) throw error(node, "an argument does not read (a damaged archive?)");
     const json& v = *value;
@@ -157,7 +160,8 @@ class Translator {
     if (kind == "as_tensors") {
       std::vector<Value*> tensors;
       for (const auto& t : v) tensors.push_back(lookup(t.at("name").get<std::string>(), env, node));
-      return list(c10::TensorType::get(), tensors);
+      const bool optional = expected && *expected == *c10::ListType::create(c10::OptionalType::ofTensor());
+      return list(optional ? c10::OptionalType::ofTensor() : c10::TypePtr(c10::TensorType::get()), tensors);
     }
     if (kind == "as_optional_tensor") return argument(v, env, node);
     if (kind == "as_optional_tensors") {
@@ -236,14 +240,25 @@ class Translator {
     }
   }
 
-  // Positional (kind 1, or unrecorded) and keyword (kind 2) arguments.
-  std::pair<std::vector<NamedValue>, std::vector<NamedValue>> callArguments(const json& node, Environment& env) {
+  // Positional (kind 1, or unrecorded) and keyword (kind 2) arguments,
+  // typed as `schema` (the overload export named, if registered) has them.
+  std::pair<std::vector<NamedValue>, std::vector<NamedValue>> callArguments(const json& node, Environment& env,
+                                                                            const c10::FunctionSchema* schema) {
     std::vector<NamedValue> args, kwargs;
     const auto loc = sourceRangeOf(node);
     for (const auto& input : node.at("inputs")) {
-      Value* value = argument(input.at("arg"), env, &node);
-      if (input.value("kind", json()).is_number() && input.at("kind").get<int>() == 2) {
-        kwargs.emplace_back(loc, input.at("name").get<std::string>(), value);
+      const bool keyword = input.value("kind", json()).is_number() && input.at("kind").get<int>() == 2;
+      const auto name = input.at("name").get<std::string>();
+      c10::TypePtr expected;
+      if (schema) {
+        const auto index = keyword ? schema->argumentIndexWithName(name) : std::optional<int>(args.size());
+        if (index && *index < static_cast<int>(schema->arguments().size())) {
+          expected = schema->arguments()[*index].type();
+        }
+      }
+      Value* value = argument(input.at("arg"), env, &node, expected);
+      if (keyword) {
+        kwargs.emplace_back(loc, name, value);
       } else {
         args.emplace_back(loc, value);
       }
@@ -263,13 +278,16 @@ class Translator {
                                      symbol));
     }
     std::vector<const c10::FunctionSchema*> schemas;
+    const c10::FunctionSchema* named = nullptr;
     for (const auto& op : operators) {
-      if (op->schema().overload_name() == overload)
-        schemas.insert(schemas.begin(), &op->schema());
-      else
+      if (op->schema().overload_name() == overload) {
+        named = &op->schema();
+        schemas.insert(schemas.begin(), named);
+      } else {
         schemas.push_back(&op->schema());
+      }
     }
-    const auto [args, kwargs] = callArguments(node, env);
+    const auto [args, kwargs] = callArguments(node, env, named);
     const auto loc = sourceRangeOf(node);
     torch::jit::MatchedSchema matched;
     try {

@@ -77,17 +77,11 @@ warnings.filterwarnings("ignore", message=r".*torch\.jit.*")
 warnings.filterwarnings("ignore", message=r".*Scripted (Inception3|GoogleNet) always returns.*")
 warnings.filterwarnings("ignore", category=FutureWarning)
 
-import importlib.util  # noqa: E402
-
 import torch  # noqa: E402
 import torchvision  # noqa: E402
 from torchvision import models  # noqa: E402
 
-# hfta.export without importing hfta (the file imports only torch).
-_spec = importlib.util.spec_from_file_location(
-    "hfta_export", os.path.join(os.path.dirname(__file__), "..", "..", "python", "hfta", "export.py"))
-hfta_export = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(hfta_export)
+from make_exported_models import hfta_export  # noqa: E402  (hfta.export, without the built package)
 
 MEMBERS = 2
 BATCH = 4

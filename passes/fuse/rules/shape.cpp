@@ -268,6 +268,8 @@ std::vector<Rule> rules::shape() {
       {"aten::squeeze.dim(Tensor(a) self, int dim) -> Tensor(a)", fuseWithDims<1>},
       {"aten::squeeze.dims(Tensor(a) self, int[] dim) -> Tensor(a)", fuseWithDimList},
       {"aten::transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)", fuseWithDims<1, 2>},
+      {"aten::swapaxes(Tensor(a) self, int axis0, int axis1) -> Tensor(a)", fuseWithDims<1, 2>},
+      {"aten::swapdims(Tensor(a) self, int dim0, int dim1) -> Tensor(a)", fuseWithDims<1, 2>},
       {"aten::permute(Tensor(a) self, int[] dims) -> Tensor(a)", fusePermute},
       {"aten::select.int(Tensor(a) self, int dim, SymInt index) -> Tensor(a)", fuseWithDims<1>},
       {"aten::expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)", fuseExpand},
