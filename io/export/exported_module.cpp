@@ -361,6 +361,12 @@ class OutputShape {
 
   bool operator==(const OutputShape& other) const { return spec_ == other.spec_; }
 
+  // "a tensor", "a tuple of 3": for messages.
+  std::string describe() const {
+    if (spec_.at("type").is_null()) return "a tensor";
+    return fmt::format("a {} of {}", spec_.at("type").get<std::string>(), spec_.at("children_spec").size());
+  }
+
   Value* build(Graph& graph, const std::vector<Value*>& leaves) const {
     size_t next = 0;
     Value* out = build(graph, spec_, leaves, next);
@@ -379,7 +385,9 @@ class OutputShape {
     }
     const auto name = type.get<std::string>();
     if (name == "builtins.NoneType") return graph.insertNode(graph.createNone())->output();
-    if (name != "builtins.tuple" && name != "builtins.list") {
+    // A namedtuple (torchvision's GoogLeNetOutputs) is a tuple here, as a
+    // scripted module returns it.
+    if (name != "builtins.tuple" && name != "builtins.list" && name != "collections.namedtuple") {
       throw UserError(
           fmt::format("{}: its forward returns a {}; hfta fuses forwards that return tensors and "
                       "tuples or lists of them (Hugging Face models: return_dict=False)",
@@ -435,7 +443,11 @@ Module moduleFromPrograms(const std::vector<Program>& programs, const std::strin
     graph.registerOutput(shape.build(graph, forward.emitProgram(first)));
   } else {
     if (by_mode[0] && by_mode[1] && !(OutputShape(*by_mode[1], label) == shape)) {
-      throw UserError(fmt::format("{}: programs `train` and `eval` return differently structured results", label));
+      throw UserError(fmt::format(
+          "{}: programs `train` and `eval` return differently structured results ({} in training, {} in "
+          "evaluation); a fused forward returns one structure in both modes: make the model's forward return the "
+          "same in both",
+          label, shape.describe(), OutputShape(*by_mode[1], label).describe()));
     }
     Value* training = graph.insertGetAttr(graph.inputs()[0], "training")->setType(c10::BoolType::get());
     torch::jit::Node* branch = graph.insertNode(graph.create(c10::prim::If, {training}, 0));

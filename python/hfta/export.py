@@ -11,11 +11,13 @@ other.
 
 This file imports only torch, so that test setup can load it alone.
 """
+import collections
 import io
 import os
 from typing import Any, Dict, Optional, Tuple, Union
 
 import torch
+import torch.utils._pytree as pytree
 from torch.export.pt2_archive._package import package_pt2
 
 __all__ = ["export", "export_programs", "batch_dynamic_shapes"]
@@ -26,6 +28,18 @@ def batch_dynamic_shapes(args: Tuple[Any, ...]):
     fused module takes any batch size, the last short batch of an epoch
     included. Dim.AUTO: where the model fixes the batch, export keeps it."""
     return tuple({0: torch.export.Dim.AUTO} if isinstance(a, torch.Tensor) and a.dim() > 0 else None for a in args)
+
+
+def _register_namedtuples(spec):
+    """torch.export.save serializes an output namedtuple (torchvision's
+    GoogLeNetOutputs) only once its class has a registered name: register
+    each that is not, under its qualified name."""
+    if spec.type is collections.namedtuple:  # pytree's node of a namedtuple: its class is the context
+        cls = spec.context
+        if cls not in pytree.SUPPORTED_SERIALIZED_TYPES:
+            pytree._register_namedtuple(cls, serialized_type_name=f"{cls.__module__}.{cls.__qualname__}")
+    for child in spec.children_specs:
+        _register_namedtuples(child)
 
 
 def export_programs(model: torch.nn.Module, args: Tuple[Any, ...], kwargs: Optional[Dict[str, Any]] = None,
@@ -42,6 +56,7 @@ def export_programs(model: torch.nn.Module, args: Tuple[Any, ...], kwargs: Optio
         for mode in ("train", "eval"):
             model.train(mode == "train")
             programs[mode] = torch.export.export(model, args, kwargs, dynamic_shapes=dynamic_shapes, strict=strict)
+            _register_namedtuples(programs[mode].call_spec.out_spec)
     finally:
         model.train(was_training)
     return programs

@@ -2,6 +2,7 @@
 example_inputs) against each member trained alone in eager PyTorch:
 forward in both modes, gradients, SGD steps, buffers."""
 import copy
+from typing import NamedTuple
 
 import pytest
 import torch
@@ -159,3 +160,43 @@ def test_a_functionalized_program_is_refused_by_name():
     program = torch.export.export(model, (torch.randn(4, 24),)).run_decompositions()
     with pytest.raises(hfta.FusionError, match="auto_functionalized"):
         hfta.fuse([program, program])
+
+
+class Heads(NamedTuple):
+    logits: torch.Tensor
+    features: torch.Tensor
+
+
+class TwoHeads(nn.Module):
+    """Returns a namedtuple (torchvision's GoogLeNet does in training); with
+    `eval_logits_only`, only the logits in eval mode, as GoogLeNet does."""
+
+    def __init__(self, eval_logits_only=False):
+        super().__init__()
+        self.fc = nn.Linear(24, 20)
+        self.head = nn.Linear(20, 10)
+        self.eval_logits_only = eval_logits_only
+
+    def forward(self, x):
+        features = F.relu(self.fc(x))
+        if self.eval_logits_only and not self.training:
+            return self.head(features)
+        return Heads(self.head(features), features)
+
+
+def test_a_namedtuple_output_is_a_tuple_of_the_fused_members():
+    models = members(TwoHeads, 2)
+    x = torch.randn(2, 4, 24)
+    fused = hfta.fuse(models, example_inputs=(x[0],))
+    logits, features = fused(x)
+    for b, model in enumerate(models):
+        own = model(x[b])
+        torch.testing.assert_close(logits[b], own.logits, rtol=TOLERANCE, atol=TOLERANCE)
+        torch.testing.assert_close(features[b], own.features, rtol=TOLERANCE, atol=TOLERANCE)
+
+
+def test_modes_that_return_different_structures_are_refused():
+    models = members(lambda: TwoHeads(eval_logits_only=True), 2)
+    with pytest.raises(hfta.FusionError, match=r"differently structured results \(a collections.namedtuple of 2 "
+                                               r"in training, a tensor in evaluation\)"):
+        hfta.fuse(models, example_inputs=(torch.randn(4, 24),))
