@@ -24,6 +24,9 @@ struct Program {
   std::map<std::string, at::Tensor> constants;  // by tensor_constant name
 };
 
+inline const nlohmann::json& graphModule(const Program& p) { return p.exported.at("graph_module"); }
+inline const nlohmann::json& signature(const Program& p) { return graphModule(p).at("signature"); }
+
 // Every program of the archive, in the order of the records; `label` names
 // the member in errors ("model 0 (m0.pt2)"). UserError if the archive does
 // not read, holds no program, or was written by another schema major version.
