@@ -353,6 +353,14 @@ def compare_split(row, split_path, member_path, x):
     row.split_error = max(errors)
 
 
+def too_large(row, args):
+    """Above --max-params: noted, not run."""
+    if not args.max_params or row.params <= args.max_params * 1e6:
+        return False
+    row.note = f"not run: {row.params / 1e6:.0f}M parameters > --max-params {args.max_params:g}M"
+    return True
+
+
 def census_model(args, name, tmp):
     row = Row(name)
     start = time.time()
@@ -360,6 +368,8 @@ def census_model(args, name, tmp):
         model, row.random_ops = build(name, 0)
         row.params = sum(p.numel() for p in model.parameters())
         if args.export:
+            if too_large(row, args):  # before exporting: four exports of a giant exhaust the memory
+                return row
             paths = [os.path.join(tmp, f"{name}_{b}.pt2") for b in range(MEMBERS)]
             example = torch.randn(BATCH, 3, row.side, row.side, dtype=torch.float64)
             try:
@@ -380,8 +390,7 @@ def census_model(args, name, tmp):
                 row.scripts = False
                 row.note = f"does not script: {str(e).strip().splitlines()[0]}"
                 return row
-            if args.max_params and row.params > args.max_params * 1e6:
-                row.note = f"not run: {row.params / 1e6:.0f}M parameters > --max-params {args.max_params:g}M"
+            if too_large(row, args):
                 return row
             paths = [os.path.join(tmp, f"{name}_{b}.pt") for b in range(MEMBERS)]
             scripted.save(paths[0])
