@@ -310,6 +310,10 @@ std::vector<Rule> rules::shape() {
       {"aten::amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor", fuseReduction},
       // F.normalize's norm (Swin V2's cosine attention).
       {"aten::norm.ScalarOpt_dim(Tensor self, Scalar? p, int[1] dim, bool keepdim=False) -> Tensor", fuseOverDims<2>},
+      // ... as torch.export records it.
+      {"aten::linalg_vector_norm(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? "
+       "dtype=None) -> Tensor",
+       fuseOverDims<2>},
       // Swin's shifted windows.
       {"aten::roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor", fuseOverDims<2>},
       {"aten::max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)", fuseWithDims<1>},
