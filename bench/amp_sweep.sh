@@ -6,7 +6,7 @@
 # the ratio of the fused epoch's time to the single model's (HFTA's README:
 # 7.6 s / 6.0 s on a V100).
 #
-#   bench/amp_sweep.sh [CIFAR10_DIR] [LIMIT] [DEVICE]
+#   bench/amp_sweep.sh [CIFAR10_DIR] [LIMIT] [DEVICE] [PRECISION]
 #
 # CIFAR10_DIR holds CIFAR-10's binary version (data_batch_1..5.bin,
 # test_batch.bin); without one, the patterned images the tests use are
@@ -14,22 +14,29 @@
 # LIMIT (default 640; 0 for all) is --limit: the first LIMIT training and
 # test images, so that a CPU finishes in a few minutes. DEVICE: cpu (the
 # default; bfloat16) or cuda (float16 with a loss scale per member).
+# PRECISION: amp (the default) or fp32 (no --amp: the float32 baseline).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 data="${1:-}"
 limit="${2:-640}"
 device="${3:-cpu}"
+precision="${4:-amp}"
+case "$precision" in
+  amp) amp=(--amp) ;;
+  fp32) amp=() ;;
+  *) echo "amp_sweep.sh: PRECISION is amp or fp32, not $precision" >&2; exit 2 ;;
+esac
 scripts/setup.sh
 scripts/build.sh hfta-train hfta_runtime
 if [ -z "$data" ]; then
   data=.data/cifar10-patterned
   [ -f "$data/test_batch.bin" ] || .venv/bin/python tests/python/data_files.py cifar10 "$data"
 fi
-out=out/amp_sweep
+out=out/amp_sweep_$precision
 rm -rf "$out" && mkdir -p "$out"
 echo "== scripting MobileNet-V2 (published width, CIFAR-10's 10 classes) into $out"
 .venv/bin/python examples/vision.py "$out" --kind mobilenet_v2 --members 1 --width 1.0
-common=(--dataset cifar10 --data "$data" --limit "$limit" --epochs 5 --batch-size 64 --momentum 0.9 --amp --eval
+common=(--dataset cifar10 --data "$data" --limit "$limit" --epochs 5 --batch-size 64 --momentum 0.9 "${amp[@]}" --eval
   --device "$device")
 echo "== one model, lr 0.01"
 build/tools/hfta-train "$out/mobilenet_v2_0.pt" --array-size 1 --lr 0.01 "${common[@]}" --out "$out/alone" |
