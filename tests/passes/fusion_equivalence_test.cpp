@@ -381,6 +381,43 @@ TEST_F(RandomOps, StochasticDepthDrawsPerSampleOrPerBatchForEachMember) {
   }
 }
 
+// Dropout at p = 0.25 on ones: a kept element is 1 / (1 - p), and each
+// member keeps a fraction 1 - p, element by element (F.dropout) or a whole
+// channel plane of a sample at a time (F.dropout2d), with masks of its own.
+TEST_F(RandomOps, DropoutKeepsEachMembersRateAndScale) {
+  torch::NoGradGuard no_grad;
+  constexpr int64_t kCalls = 20;
+  const auto x = torch::ones({64, 2, 4, 17}, torch::kDouble);
+  std::vector<at::Tensor> elements, planes;
+  for (int64_t call = 0; call < kCalls; ++call) {
+    const auto out = draw(x);
+    ASSERT_EQ(out.size(), 11u);
+    for (const auto& [t, kept] : {std::pair{out[9], &elements}, std::pair{out[10], &planes}}) {
+      const auto survived = (t * kSurvival).round();
+      ASSERT_TRUE(zeroOrOne(survived));
+      ASSERT_TRUE(allClose(t, survived / kSurvival, 1e-14));  // the scale, to rounding
+      kept->push_back(survived);
+    }
+  }
+  const auto element = torch::stack(elements);  // [calls, B, N, C, H, W]
+  const auto plane = torch::stack(planes);
+  // dropout2d: one draw per (call, member, sample, channel).
+  EXPECT_TRUE(plane.eq(plane.narrow(4, 0, 1).narrow(5, 0, 1)).all().item<bool>());
+  const auto plane_draws = plane.select(5, 0).select(4, 0);  // [calls, B, N, C]
+  const double sd = std::sqrt(kSurvival * (1 - kSurvival));
+  for (int64_t b = 0; b < kMembers; ++b) {
+    const auto member = " of member " + std::to_string(b);
+    expectMean(element.select(1, b), kSurvival, sd, "dropout's survival rate" + member);
+    expectMean(plane_draws.select(1, b), kSurvival, sd, "dropout2d's survival rate" + member);
+  }
+  // Members draw independently: two disagree with probability 2 s (1 - s).
+  const double disagree = 2 * kSurvival * (1 - kSurvival);
+  for (int64_t b = 0; b + 1 < kMembers; ++b) {
+    expectMean(element.select(1, b).ne(element.select(1, b + 1)).to(torch::kDouble), disagree,
+               std::sqrt(disagree * (1 - disagree)), "dropout masks of members " + std::to_string(b) + " and next");
+  }
+}
+
 // Element-wise draws: rand_like, randn_like, bernoulli, and the in-place
 // fills of a fresh shared tensor (bernoulli_ with a float and with a tensor
 // probability, normal_) and of a per-member one (uniform_).
@@ -388,7 +425,7 @@ TEST_F(RandomOps, ElementwiseDrawsHaveTheirDistributionsAndDifferPerMember) {
   torch::NoGradGuard no_grad;
   const auto x = torch::ones({64, 2, 4, 17}, torch::kDouble);
   const auto out = draw(x);
-  ASSERT_EQ(out.size(), 9u);
+  ASSERT_EQ(out.size(), 11u);
   for (size_t i = 2; i < out.size(); ++i) {
     ASSERT_EQ(out[i].sizes(), (std::vector<int64_t>{kMembers, 64, 2, 4, 17})) << "output " << i;
     for (int64_t b = 0; b + 1 < kMembers; ++b) {

@@ -196,15 +196,17 @@ class StochasticDepthNet(nn.Module):
 class RandomDraws(nn.Module):
     """Every random op hfta fuses, with its draws as outputs, for the
     statistics test: stochastic depth in both modes, rand_like, randn_like,
-    bernoulli, and the in-place fills of a fresh tensor all members share
+    bernoulli, the in-place fills of a fresh tensor all members share
     (torch.empty's bernoulli_ with a float and a tensor probability, and
-    new_empty's normal_) and of a per-member one (uniform_)."""
+    new_empty's normal_) and of a per-member one (uniform_), and dropout,
+    element-wise and channel-wise, at p."""
 
     def __init__(self, p=0.25):
         super().__init__()
         self.scale = nn.Parameter(torch.ones(1))
         self.row = StochasticDepth(p, "row")
         self.batch = StochasticDepth(p, "batch")
+        self.p = p
 
     def forward(self, x):
         h = x * self.scale                                                      # per member
@@ -212,7 +214,8 @@ class RandomDraws(nn.Module):
                 torch.empty(x.size(), dtype=x.dtype).bernoulli_(0.3),
                 torch.empty(x.size(), dtype=x.dtype).bernoulli_(torch.full_like(h, 0.6)),
                 h.new_empty(x.size()).normal_(2.0, 3.0),
-                torch.empty_like(h).uniform_(-1.0, 1.0))
+                torch.empty_like(h).uniform_(-1.0, 1.0), F.dropout(h, self.p, self.training),
+                F.dropout2d(h, self.p, self.training))
 
 
 MODELS = {"encdec": EncoderDecoder, "resample1d": Resample1d, "conv3d": Conv3dNet, "expand_as": ExpandAsEncoder,
