@@ -6,10 +6,16 @@ one batch of token ids per member: the fused forward, each member's
 gradients, and the eval-mode forward (PyTorch's fast paths) against each
 member alone on the same device.
 
-Tolerance 1e-4 relative (|a - b| <= 1e-4 * (1 + |b|)): float32 sums of a few
-hundred terms in another order (one batched GEMM or attention call for all
-members) differ by ~1e-6, and a device's attention kernels may pick another
-reduction order than its per-member call.
+Tolerance 1e-5 relative (|a - b| <= 1e-5 * (1 + |b|)): every sum in these
+tiny models has at most 32 terms (hidden sizes 16-32, sequence 8, and a
+weight gradient's sum over batch x sequence = 32 positions), which another
+order (one batched GEMM or attention call for all members, or a device's
+kernel choosing its own reduction) changes by at most 32 u = 1.9e-6
+relative in float32 (u = 2^-24 = 6.0e-8); the few such sums chained in a
+layer stay below 1e-5, since their roundings do not align. Measured on the
+CPU: at most 4.3e-7 (BERT's eval forward). A real error (a wrong member's
+slice, a missed update) is 1e-3 or more. (The bound was 1e-4 until
+2026-12-05, with no reason given: issue 30.)
 
 python tests/python/check_text_fused.py --fuse BUILD/tools/hfta-fuse --runtime BUILD/runtime/libhfta_runtime.so [--device cuda]
 """
@@ -26,7 +32,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "examples"))
 import text  # noqa: E402
 
 MEMBERS, BATCH, LENGTH = 3, 4, 8
-TOLERANCE = 1e-4
+TOLERANCE = 1e-5
 
 
 def worst(a, b):
