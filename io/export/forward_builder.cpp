@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cctype>
+#include <functional>
 #include <map>
 #include <sstream>
 
@@ -122,27 +123,35 @@ class ForwardBuilder {
   }
 
  private:
-  Value* attribute(const std::string& qualified) {
-    auto it = attributes_.find(qualified);
-    if (it != attributes_.end()) return it->second;
+  // The value `make` inserts for `name`, made once, at the top of the
+  // graph, where both modes' branches see it.
+  Value* atTop(const std::string& name, const std::function<Value*()>& make) {
+    auto it = top_level_.find(name);
+    if (it != top_level_.end()) return it->second;
     torch::jit::WithInsertPoint top(graph_->block()->nodes().front());
-    Value* owner = self_;
-    Module module = root_;
-    std::stringstream path(qualified);
-    std::string part;
-    std::vector<std::string> parts;
-    while (std::getline(path, part, '.')) parts.push_back(part);
-    for (size_t i = 0; i < parts.size(); ++i) {
-      const bool last = i + 1 == parts.size();
-      if (!module.hasattr(parts[i])) {
-        throw UserError(
-            fmt::format("{}: the program reads `{}`, which the archive holds no tensor for", label_, qualified));
+    return top_level_[name] = make();
+  }
+
+  // The module's tensor at a qualified name ("layer1.0.bn.weight").
+  Value* attribute(const std::string& qualified) {
+    return atTop(qualified, [&] {
+      Value* owner = self_;
+      Module module = root_;
+      std::stringstream path(qualified);
+      std::string part;
+      std::vector<std::string> parts;
+      while (std::getline(path, part, '.')) parts.push_back(part);
+      for (size_t i = 0; i < parts.size(); ++i) {
+        if (!module.hasattr(parts[i])) {
+          throw UserError(
+              fmt::format("{}: the program reads `{}`, which the archive holds no tensor for", label_, qualified));
+        }
+        if (i + 1 == parts.size()) return graph_->insertGetAttr(owner, parts[i])->setType(c10::TensorType::get());
+        module = module.attr(parts[i]).toModule();
+        owner = graph_->insertGetAttr(owner, parts[i])->setType(module.type());
       }
-      c10::TypePtr type = last ? c10::TypePtr(c10::TensorType::get()) : module.attr(parts[i]).toModule().type();
-      owner = graph_->insertGetAttr(owner, parts[i])->setType(type);
-      if (!last) module = module.attr(parts[i]).toModule();
-    }
-    return attributes_[qualified] = owner;
+      return owner;
+    });
   }
 
   // A tensor the forward's code made (torch.tensor(count): export lifts it
@@ -151,10 +160,7 @@ class ForwardBuilder {
   // read from the module (its value may differ per member).
   Value* tensorConstant(const Program& program, const std::string& name) {
     if (!isLiftedConstant(name)) return attribute(name);
-    auto it = lifted_.find(name);
-    if (it != lifted_.end()) return it->second;
-    torch::jit::WithInsertPoint top(graph_->block()->nodes().front());
-    return lifted_[name] = graph_->insertConstant(program.constants.at(name));
+    return atTop(name, [&] { return graph_->insertConstant(program.constants.at(name)); });
   }
 
   Value* constantInput(const json& value) {
@@ -172,8 +178,7 @@ class ForwardBuilder {
   std::shared_ptr<Graph> graph_;
   Value* self_;
   std::vector<Value*> inputs_;
-  std::map<std::string, Value*> attributes_;
-  std::map<std::string, Value*> lifted_;
+  std::map<std::string, Value*> top_level_;  // attributes and lifted constants, by name
 };
 
 // The forward's result from the flat user outputs, shaped as the exported
@@ -259,12 +264,15 @@ std::shared_ptr<Graph> buildForward(const Module& root, const std::array<const P
   if (by_mode[0] == by_mode[1]) {
     graph.registerOutput(shape.build(graph, forward.emitProgram(first)));
   } else {
-    if (by_mode[0] && by_mode[1] && !(OutputShape(*by_mode[1], label) == shape)) {
-      throw UserError(fmt::format(
-          "{}: programs `train` and `eval` return differently structured results ({} in training, {} in "
-          "evaluation); a fused forward returns one structure in both modes: make the model's forward return the "
-          "same in both",
-          label, shape.describe(), OutputShape(*by_mode[1], label).describe()));
+    if (by_mode[0] && by_mode[1]) {
+      const OutputShape evaluation(*by_mode[1], label);
+      if (!(evaluation == shape)) {
+        throw UserError(fmt::format(
+            "{}: programs `train` and `eval` return differently structured results ({} in training, {} in "
+            "evaluation); a fused forward returns one structure in both modes: make the model's forward return "
+            "the same in both",
+            label, shape.describe(), evaluation.describe()));
+      }
     }
     Value* training = graph.insertGetAttr(graph.inputs()[0], "training")->setType(c10::BoolType::get());
     torch::jit::Node* branch = graph.insertNode(graph.create(c10::prim::If, {training}, 0));

@@ -96,13 +96,7 @@ class Translator {
  private:
   UserError error(const json* node, const std::string& what) const {
     if (!node) return UserError(fmt::format("{}: {}", site_.label, what));
-    const auto range = sourceRangeOf(*node);
-    std::string where = "(no source line recorded)";
-    if (const auto flc = range.file_line_col()) {
-      where = fmt::format("at {}:{}: `{}`", std::get<0>(*flc), std::get<1>(*flc), range.text().str());
-    }
-    return UserError(
-        fmt::format("{}: node `{}` {}: {}", site_.label, node->at("target").get<std::string>(), where, what));
+    return UserError(fmt::format("{}: node {}: {}", site_.label, describeNode(*node), what));
   }
 
   Value* lookup(const std::string& name, Environment& env, const json* node) const {
@@ -113,6 +107,13 @@ class Translator {
                                     name));
     }
     return it->second;
+  }
+
+  // The values of a list of tensor arguments ([{"name": ...}, ...]).
+  std::vector<Value*> tensorsNamed(const json& list, Environment& env, const json* node) const {
+    std::vector<Value*> tensors;
+    for (const auto& t : list) tensors.push_back(lookup(t.at("name").get<std::string>(), env, node));
+    return tensors;
   }
 
   Value* constant(const c10::IValue& value) { return ir_.insertConstant(value); }
@@ -158,8 +159,7 @@ class Translator {
     if (kind == "as_none") return ir_.insertNode(ir_.createNone())->output();
     if (kind == "as_tensor") return lookup(v.at("name").get<std::string>(), env, node);
     if (kind == "as_tensors") {
-      std::vector<Value*> tensors;
-      for (const auto& t : v) tensors.push_back(lookup(t.at("name").get<std::string>(), env, node));
+      const auto tensors = tensorsNamed(v, env, node);
       const bool optional = expected && *expected == *c10::ListType::create(c10::OptionalType::ofTensor());
       return list(optional ? c10::OptionalType::ofTensor() : c10::TypePtr(c10::TensorType::get()), tensors);
     }
@@ -378,7 +378,8 @@ class Translator {
       if (kind == "as_graph") {
         out.graphs.push_back(value);
       } else if (kind == "as_tensors") {
-        for (const auto& t : *value) out.values.push_back(lookup(t.at("name").get<std::string>(), env, &node));
+        const auto tensors = tensorsNamed(*value, env, &node);
+        out.values.insert(out.values.end(), tensors.begin(), tensors.end());
       } else {
         out.values.push_back(argument(input.at("arg"), env, &node));
       }
@@ -424,13 +425,9 @@ class Translator {
     if (inputs.size() != 4) throw error(&node, "while_loop takes cond_fn, body_fn, carried and additional inputs");
     const auto flat = [&](const json& input) {
       const auto [kind, value] = unionMember(input.at("arg"));
-      std::vector<Value*> values;
-      if (kind == "as_tensors") {
-        for (const auto& t : *value) values.push_back(lookup(t.at("name").get<std::string>(), env, &node));
-      } else if (kind != "as_none") {
-        values.push_back(argument(input.at("arg"), env, &node));
-      }
-      return values;
+      if (kind == "as_tensors") return tensorsNamed(*value, env, &node);
+      if (kind == "as_none") return std::vector<Value*>{};
+      return std::vector<Value*>{argument(input.at("arg"), env, &node)};
     };
     const json& cond_fn = inputs[0].at("arg").at("as_graph");
     const json& body_fn = inputs[1].at("arg").at("as_graph");
@@ -570,6 +567,14 @@ torch::jit::SourceRange sourceRangeOf(const json& node) {
   auto source =
       std::make_shared<torch::jit::Source>(code, trace.substr(file_start + 6, file_end - file_start - 6), line);
   return torch::jit::SourceRange(source, 0, code.size());
+}
+
+std::string describeNode(const json& node) {
+  const auto target = node.at("target").get<std::string>();
+  const auto range = sourceRangeOf(node);
+  const auto flc = range.file_line_col();
+  if (!flc) return fmt::format("`{}` (no source line recorded)", target);
+  return fmt::format("`{}` at {}:{}: `{}`", target, std::get<0>(*flc), std::get<1>(*flc), range.text().str());
 }
 
 std::vector<Value*> emitGraph(Graph& ir, const json& graph, Environment& env, const TranslationSite& site) {

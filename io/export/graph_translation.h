@@ -37,4 +37,8 @@ std::vector<torch::jit::Value*> emitGraph(torch::jit::Graph& ir, const nlohmann:
 // stack trace), as a source range the diagnostics print; empty if none.
 torch::jit::SourceRange sourceRangeOf(const nlohmann::json& node);
 
+// "`torch.ops.aten.add_.Tensor` at m.py:7: `x = self.bn(x)`", or the
+// target and "(no source line recorded)": a node named in messages.
+std::string describeNode(const nlohmann::json& node);
+
 }  // namespace hfta::exported

@@ -17,21 +17,17 @@ using torch::jit::Module;
 // "torch.nn.modules.conv.Conv2d" for each module path, from the nodes'
 // nn_module_stack ("L__self__,,__main__.Net;L__self___fc,fc,torch.nn...").
 void collectClassNames(const json& graph, std::map<std::string, std::string>& names) {
-  for (const auto& node : graph.at("nodes")) {
+  forEachNode(graph, [&](const json& node) {
     const auto metadata = node.find("metadata");
-    if (metadata != node.end() && metadata->contains("nn_module_stack")) {
-      std::stringstream stack(metadata->at("nn_module_stack").get<std::string>());
-      std::string entry;
-      while (std::getline(stack, entry, ';')) {
-        const auto first = entry.find(','), second = entry.find(',', first + 1);
-        if (first == std::string::npos || second == std::string::npos) continue;
-        names.emplace(entry.substr(first + 1, second - first - 1), entry.substr(second + 1));
-      }
+    if (metadata == node.end() || !metadata->contains("nn_module_stack")) return;
+    std::stringstream stack(metadata->at("nn_module_stack").get<std::string>());
+    std::string entry;
+    while (std::getline(stack, entry, ';')) {
+      const auto first = entry.find(','), second = entry.find(',', first + 1);
+      if (first == std::string::npos || second == std::string::npos) continue;
+      names.emplace(entry.substr(first + 1, second - first - 1), entry.substr(second + 1));
     }
-    for (const auto& in : node.at("inputs")) {
-      if (in.at("arg").contains("as_graph")) collectClassNames(in.at("arg").at("as_graph").at("graph"), names);
-    }
-  }
+  });
 }
 
 // The member's module tree, made on demand by qualified name.

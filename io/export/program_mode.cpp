@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "io/export/graph_translation.h"
+#include "support/strings.h"
 #include "support/user_error.h"
 
 namespace hfta::exported {
@@ -38,13 +39,6 @@ struct Evidence {
   std::optional<std::string> training, evaluation;  // a node recording each
 };
 
-std::string describe(const json& node) {
-  const auto range = sourceRangeOf(node);
-  const auto flc = range.file_line_col();
-  const auto target = node.at("target").get<std::string>();
-  return flc ? fmt::format("`{}` at {}:{}", target, std::get<0>(*flc), std::get<1>(*flc)) : fmt::format("`{}`", target);
-}
-
 // Batch norm's num_batches_tracked is counted only in training.
 bool countsBatches(const json& node, const std::map<std::string, std::string>& buffers) {
   if (node.at("target") != "torch.ops.aten.add_.Tensor" && node.at("target") != "torch.ops.aten.add_.Scalar") {
@@ -53,13 +47,11 @@ bool countsBatches(const json& node, const std::map<std::string, std::string>& b
   const json* self = input(node, "self");
   if (!self || !self->contains("as_tensor")) return false;
   const auto it = buffers.find(self->at("as_tensor").at("name").get<std::string>());
-  const std::string suffix = "num_batches_tracked";
-  return it != buffers.end() && it->second.size() >= suffix.size() &&
-         it->second.compare(it->second.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return it != buffers.end() && endsWith(it->second, "num_batches_tracked");
 }
 
 void collect(const json& graph, const std::map<std::string, std::string>& buffers, Evidence& evidence) {
-  for (const auto& node : graph.at("nodes")) {
+  forEachNode(graph, [&](const json& node) {
     const auto target = node.at("target").get<std::string>();
     std::optional<bool> training;
     if (const auto flag = modeFlags().find(target); flag != modeFlags().end()) {
@@ -74,28 +66,23 @@ void collect(const json& graph, const std::map<std::string, std::string>& buffer
     } else if (countsBatches(node, buffers)) {
       training = true;
     }
-    if (training) {
-      auto& slot = *training ? evidence.training : evidence.evaluation;
-      if (!slot) slot = describe(node);
-    }
-    for (const auto& in : node.at("inputs")) {
-      if (in.at("arg").contains("as_graph")) collect(in.at("arg").at("as_graph").at("graph"), buffers, evidence);
-    }
-  }
+    if (!training) return;
+    auto& slot = *training ? evidence.training : evidence.evaluation;
+    if (!slot) slot = describeNode(node);
+  });
 }
 
 }  // namespace
 
 Mode recordedMode(const Program& program, const std::string& label) {
-  const auto& module = program.exported.at("graph_module");
   std::map<std::string, std::string> buffers;  // placeholder -> buffer name
-  for (const auto& spec : module.at("signature").at("input_specs")) {
+  for (const auto& spec : signature(program).at("input_specs")) {
     if (spec.contains("buffer")) {
       buffers[spec.at("buffer").at("arg").at("name")] = spec.at("buffer").at("buffer_name").get<std::string>();
     }
   }
   Evidence evidence;
-  collect(module.at("graph"), buffers, evidence);
+  collect(graphModule(program).at("graph"), buffers, evidence);
   if (evidence.training && evidence.evaluation) {
     throw UserError(fmt::format(
         "{}: program `{}` records both modes: {} runs as in training and {} as in evaluation. Export the model "

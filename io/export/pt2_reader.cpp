@@ -119,6 +119,15 @@ std::vector<Program> read(Source&& source, const std::string& label) {
 
 }  // namespace
 
+void forEachNode(const json& graph, const std::function<void(const json& node)>& visit) {
+  for (const auto& node : graph.at("nodes")) {
+    visit(node);
+    for (const auto& in : node.at("inputs")) {
+      if (in.at("arg").contains("as_graph")) forEachNode(in.at("arg").at("as_graph").at("graph"), visit);
+    }
+  }
+}
+
 std::vector<Program> readPrograms(const std::string& path, const std::string& label) { return read(path, label); }
 std::vector<Program> readPrograms(std::istream& in, const std::string& label) { return read(&in, label); }
 

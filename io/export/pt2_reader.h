@@ -5,6 +5,7 @@
 #include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
 
+#include <functional>
 #include <istream>
 #include <map>
 #include <string>
@@ -26,6 +27,10 @@ struct Program {
 
 inline const nlohmann::json& graphModule(const Program& p) { return p.exported.at("graph_module"); }
 inline const nlohmann::json& signature(const Program& p) { return graphModule(p).at("signature"); }
+
+// Calls `visit` on each node of a serialized graph and of the subgraphs
+// its higher-order operators take (cond's branches, a loop's body).
+void forEachNode(const nlohmann::json& graph, const std::function<void(const nlohmann::json& node)>& visit);
 
 // Every program of the archive, in the order of the records; `label` names
 // the member in errors ("model 0 (m0.pt2)"). UserError if the archive does

@@ -13,7 +13,6 @@
 
     export_programs.py OUT_DIR
 """
-import importlib.util
 import json
 import os
 import sys
@@ -23,12 +22,9 @@ import zipfile
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from torch.export.pt2_archive._package import package_pt2
 
-here = os.path.dirname(os.path.abspath(__file__))
-spec = importlib.util.spec_from_file_location("hfta_export", os.path.join(here, "..", "..", "python", "hfta", "export.py"))
-hfta_export = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(hfta_export)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "python"))
+from make_exported_models import hfta_export  # noqa: E402  (hfta.export, without the built package)
 warnings.filterwarnings("ignore")
 out = sys.argv[1]
 
@@ -95,8 +91,9 @@ for b in range(2):
     hfta_export.export(cnn, (image,), os.path.join(out, f"cnn_{b}.pt2"))
 programs = hfta_export.export_programs(cnn, (image,))
 torch.export.save(programs["train"], os.path.join(out, "cnn_train.pt2"))
-package_pt2(os.path.join(out, "mislabelled.pt2"), exported_programs={"train": programs["eval"]})
-package_pt2(os.path.join(out, "other_names.pt2"), exported_programs={"small": programs["eval"], "large": programs["eval"]})
+hfta_export.save_programs({"train": programs["eval"]}, os.path.join(out, "mislabelled.pt2"))
+hfta_export.save_programs({"small": programs["eval"], "large": programs["eval"]},
+                          os.path.join(out, "other_names.pt2"))
 torch.export.save(torch.export.export(Branchy(), (features,)), os.path.join(out, "branchy.pt2"))
 torch.export.save(torch.export.export(Autocast(), (features,)), os.path.join(out, "autocast.pt2"))
 torch.export.save(torch.export.export(nn.LSTM(24, 20, batch_first=True), (torch.randn(4, 5, 24),)),

@@ -12,21 +12,19 @@ them all at once, in your own training loop.
 Importing hfta loads its runtime library, which registers the hfta::
 operators fused modules call (so torch.jit.load of a fused .pt works too).
 """
-import io
 import json
 import os
 import warnings
 from dataclasses import dataclass, field
 from typing import Any, List, Optional, Sequence, Tuple, Union
 
-from torch.export.pt2_archive._package import package_pt2
 
 import torch
 
 from . import _C
 from ._C import FusionError
 from . import amp, optim
-from .export import export, export_programs
+from .export import export, export_programs, save_programs
 
 __all__ = ["fuse", "export", "split", "take", "array_size", "is_fused", "FusionError", "FusionReport", "losses", "accuracies",
            "keep_large_allocations", "runtime_library", "optim", "amp"]
@@ -59,9 +57,7 @@ def _scripted(model, b):
 
 def _exported(programs, source, b):
     """The C++ module of torch.export programs ({"model": ep} or {"train": ..., "eval": ...})."""
-    archive = io.BytesIO()
-    package_pt2(archive, exported_programs=programs)
-    return _C.load_exported(archive.getvalue(), source, b)
+    return _C.load_exported(save_programs(programs), source, b)
 
 
 def _member(model, b, example_inputs):

@@ -20,7 +20,7 @@ import torch
 import torch.utils._pytree as pytree
 from torch.export.pt2_archive._package import package_pt2
 
-__all__ = ["export", "export_programs", "batch_dynamic_shapes"]
+__all__ = ["export", "export_programs", "save_programs", "batch_dynamic_shapes"]
 
 
 def batch_dynamic_shapes(args: Tuple[Any, ...]):
@@ -69,7 +69,12 @@ def export(model: torch.nn.Module, args: Tuple[Any, ...], path: Union[str, os.Pa
 
     dynamic_shapes as torch.export.export takes it; by default the batch
     (dim 0 of each tensor argument) is dynamic."""
-    programs = export_programs(model, args, kwargs, dynamic_shapes, strict)
+    return save_programs(export_programs(model, args, kwargs, dynamic_shapes, strict), path)
+
+
+def save_programs(programs: Dict[str, "torch.export.ExportedProgram"], path: Union[str, os.PathLike, None] = None):
+    """Programs by name ("model", or "train" and "eval") in one .pt2 at
+    `path`, or into bytes if path is None."""
     if path is None:
         buffer = io.BytesIO()
         package_pt2(buffer, exported_programs=programs)
