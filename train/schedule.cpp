@@ -89,8 +89,11 @@ std::unique_ptr<Schedule> Schedule::make(const std::string& name, const std::map
     } else if (name == "multistep") {
       if (!settings.has("milestones"))
         throw SettingError("milestones", "the multistep schedule needs them (e.g. 30,60)");
+      // Named: a range-for over get(...).values() would iterate the
+      // temporary PerMember after it is destroyed.
+      const PerMember given_milestones = settings.get("milestones", 0.0);
       std::vector<int64_t> milestones;
-      for (double m : settings.get("milestones", 0.0).values()) milestones.push_back(static_cast<int64_t>(m));
+      for (double m : given_milestones.values()) milestones.push_back(static_cast<int64_t>(m));
       schedule->scheduler_ = std::make_unique<optim::MultiStepLR>(optimizer, milestones, settings.get("gamma", 0.1));
     } else if (name == "exponential") {
       if (!settings.has("gamma")) throw SettingError("gamma", "the exponential schedule needs it");
