@@ -16,7 +16,8 @@
 // member in float32 (the effect of all of bfloat16's roundings). Fusion
 // changes only some roundings by one ulp, so it must stay within
 //   forward, statistics: max(2 ulps of the largest value, half that distance)
-//   gradients:           max(4 ulps of the largest gradient, that distance)
+//   gradients:           max(4 ulps of that gradient's largest element, that
+//                        gradient's own distance)
 // A fused op that ran in another precision than the member's moves the
 // forward by the whole distance (the bug this test found in the fused
 // convolutions: twice what is allowed) and changes the output's dtype.
@@ -130,17 +131,27 @@ TEST_P(AutocastEquivalence, EachMemberComputesWhatItComputesAloneInBfloat16) {
     const auto& [alone, exact] = std::tie(pass[0], pass[1]);
     const std::string who = fmt::format("{} member {}", kind_, b);
     expectLikeAlone(who + " forward", fused_pass.output[b], alone.output, exact.output, 2, 0.5, independent_);
-    double largest_grad = 0, grad_distance = 0;
-    for (const auto& [name, g] : exact.grads) {
-      largest_grad = std::max(largest_grad, largest(g));
-      grad_distance = std::max(grad_distance, distance(alone.grads.at(name), g));
-    }
     ASSERT_EQ(fused_pass.grads.size(), alone.grads.size()) << who;
+    double largest_distance = 0;
+    for (const auto& [name, g] : exact.grads) largest_distance = std::max(largest_distance, distance(alone.grads.at(name), g));
     for (const auto& [name, g] : fused_pass.grads) {
       ASSERT_TRUE(g.defined()) << who << " " << name;
       EXPECT_EQ(g.scalar_type(), alone.grads.at(name).scalar_type()) << who << " " << name;
-      const auto& theirs = independent_ ? exact.grads.at(name) : alone.grads.at(name);
-      EXPECT_LE(distance(g[b], theirs), std::max(4 * ulp(largest_grad), (independent_ ? 2 : 1) * grad_distance))
+      // Each gradient against its own scale and its own distance, so that
+      // a small gradient is held to what autocast does to it, not to the
+      // largest. Normalization parameters' gradients sum many rounded terms
+      // and can be mostly rounding (autocast moves MobileNet-V2's by up to
+      // their own size): the fused and the member's gradients are then two
+      // draws of that noise, compared through their accuracy, the fused
+      // one's distance to float32 within 4 times the member's (measured: at
+      // most 3.4 times for tensors of 32 elements or more). The largest of
+      // fewer draws says too little about their spread (measured: up to
+      // 16 times between two draws of 4 elements); such tensors are held
+      // to the member's largest distance over all its gradients.
+      const auto& exact_grad = exact.grads.at(name);
+      const double moved = distance(alone.grads.at(name), exact_grad);
+      const double noise = g[b].numel() >= 32 ? 4 * moved : std::max(4 * moved, largest_distance);
+      EXPECT_LE(distance(g[b], exact_grad), std::max(4 * ulp(largest(exact_grad)), noise))
           << who << " gradient of " << name;
     }
     for (const auto& [name, buffer] : fused_pass.buffers) {
