@@ -133,7 +133,8 @@ TEST_P(AutocastEquivalence, EachMemberComputesWhatItComputesAloneInBfloat16) {
     expectLikeAlone(who + " forward", fused_pass.output[b], alone.output, exact.output, 2, 0.5, independent_);
     ASSERT_EQ(fused_pass.grads.size(), alone.grads.size()) << who;
     double largest_distance = 0;
-    for (const auto& [name, g] : exact.grads) largest_distance = std::max(largest_distance, distance(alone.grads.at(name), g));
+    for (const auto& [name, g] : exact.grads)
+      largest_distance = std::max(largest_distance, distance(alone.grads.at(name), g));
     for (const auto& [name, g] : fused_pass.grads) {
       ASSERT_TRUE(g.defined()) << who << " " << name;
       EXPECT_EQ(g.scalar_type(), alone.grads.at(name).scalar_type()) << who << " " << name;
