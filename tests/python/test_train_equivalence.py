@@ -73,6 +73,29 @@ def main():
                 assert f["heldout_accuracy"] == a["heldout_accuracy"], (b, f, a)
                 assert f["lr"] == a["lr"]
         print(f"fused vs PyTorch: worst relative loss difference {worst:.2e}")
+        # A member that diverges (float32, lr 1e30: its loss overflows) is
+        # frozen and reported diverged from the epoch PyTorch's loop stops
+        # it; the other trains on as alone (float32: within 1e-4 relative,
+        # 25 times the 4e-6 that fused and alone differ by in float32).
+        subprocess.run([args.train, model, "--array-size", "2", "--lr", "0.05,1e30", "--optimizer", "sgd", "--momentum",
+                        "0.9", "--epochs", str(EPOCHS), "--batch-size", str(BATCH), "--limit", str(LIMIT), "--holdout",
+                        str(HOLDOUT), "--seed", str(SEED), "--threads", "1", "--out", os.path.join(tmp, "diverging")],
+                       check=True, stdout=subprocess.DEVNULL)
+        with open(os.path.join(tmp, "diverging", "metrics.json")) as f:
+            diverging = json.load(f)
+        train32, heldout32 = digits_split(LIMIT, HOLDOUT, SEED, torch.float32)
+        for b, lr in enumerate([0.05, 1e30]):
+            torch.manual_seed(b)
+            alone = cnn.DigitsCNN()
+            expected = train_alone(alone, torch.optim.SGD(alone.parameters(), lr=lr, momentum=0.9), train32, heldout32,
+                                   Run(EPOCHS, BATCH, SEED))
+            mine = [r for r in diverging if int(r["member"]) == b]
+            assert [r["diverged"] for r in mine] == [a["diverged"] for a in expected], (b, mine, expected)
+            if b == 0:
+                for f, a in zip(mine, expected):
+                    assert math.isclose(f["train_loss"], a["train_loss"], rel_tol=1e-4), (f, a)
+        assert [r["diverged"] for r in diverging if r["member"] == 1] == [True] * EPOCHS, diverging
+        print("a diverging member is frozen and reported from the step PyTorch's loop stops it; the other trains on")
         # With lr 0 the exported members' parameters are their initial ones.
         start = os.path.join(tmp, "start")
         subprocess.run([args.train, model, "--array-size", "4", "--seeds", ",".join(map(str, SEEDS)), "--lr", "0",

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "tests/test_support.h"
 
 namespace hfta::optim::testing {
@@ -19,7 +21,7 @@ void setRandomGradients(const std::vector<at::Tensor>& params, int step) {
 }
 
 void compareWithTorchOptim(const MakeFused& make_fused, const MakeAlone& make_alone, const torch::Device& device,
-                           const GradFor& grad_for, int steps, double tolerance) {
+                           NanMember nan, int steps, double tolerance) {
   auto stacked = stackedParameters();
   std::vector<std::vector<at::Tensor>> alone(kMembers);
   std::vector<std::unique_ptr<torch::optim::Optimizer>> torch_optims;
@@ -30,23 +32,52 @@ void compareWithTorchOptim(const MakeFused& make_fused, const MakeAlone& make_al
   for (auto& p : stacked) p = p.to(device).requires_grad_(true);
   auto fused = make_fused(stacked);
   for (int step = 0; step < steps; ++step) {
+    const bool nan_from_here = nan.member >= 0 && step >= nan.step;
     torch::manual_seed(100 + step);
     for (size_t i = 0; i < stacked.size(); ++i) {
       auto grad = torch::randn(stacked[i].sizes());
-      if (grad_for) grad = grad_for(step, grad);
+      if (nan_from_here) grad[nan.member].fill_(std::numeric_limits<float>::quiet_NaN());
       stacked[i].mutable_grad() = grad.to(device);
       for (int64_t b = 0; b < kMembers; ++b) alone[b][i].mutable_grad() = grad[b].clone();
     }
+    if (nan_from_here && step == nan.step) fused->freeze(nan.member);
     fused->step();
-    for (auto& o : torch_optims) o->step();
-  }
-  for (size_t i = 0; i < stacked.size(); ++i) {
+    // Alone, the NaN member stops where its run would be stopped.
     for (int64_t b = 0; b < kMembers; ++b) {
-      if (!alone[b][i].isfinite().all().item<bool>()) continue;  // the caller checks diverged members
-      EXPECT_TRUE(allClose(stacked[i][b].cpu(), alone[b][i], tolerance))
-          << fused->name() << ": param " << i << " member " << b;
+      if (!(nan_from_here && b == nan.member)) torch_optims[b]->step();
     }
   }
+  if (nan.member >= 0) EXPECT_TRUE(fused->frozen(nan.member)) << fused->name();
+  for (size_t i = 0; i < stacked.size(); ++i) {
+    for (int64_t b = 0; b < kMembers; ++b) {
+      ASSERT_TRUE(alone[b][i].isfinite().all().item<bool>()) << "the reference of member " << b << " diverged";
+      EXPECT_TRUE(allClose(stacked[i][b].cpu(), alone[b][i], tolerance))
+          << fused->name() << ": param " << i << " member " << b << (b == nan.member ? " (frozen)" : "");
+    }
+  }
+}
+
+void compareAdadeltaWithTorchOptim(const torch::Device& device) {
+  hfta::testing::Reference ref("optim_reference.pt");
+  const auto init = ref.tensors("adadelta_init");
+  const auto grads = ref.tensors("adadelta_grads");
+  const auto trained = ref.tensors("adadelta_trained");
+  const auto hyper = ref.tensors("adadelta_hyper");
+  auto values = [&](const char* key) {
+    const auto t = hyper.at(key).contiguous();
+    return std::vector<double>(t.data_ptr<double>(), t.data_ptr<double>() + t.numel());
+  };
+  std::vector<at::Tensor> params{init.at("p0").to(device).requires_grad_(true),
+                                 init.at("p1").to(device).requires_grad_(true)};
+  FusedAdadelta adadelta(params, params[0].size(0),
+                         AdadeltaOptions{values("lr"), values("rho"), values("eps"), values("weight_decay")});
+  for (int64_t step = 0; step < grads.at("p0").size(0); ++step) {
+    params[0].mutable_grad() = grads.at("p0")[step].to(device);
+    params[1].mutable_grad() = grads.at("p1")[step].to(device);
+    adadelta.step();
+  }
+  EXPECT_TRUE(allClose(params[0].cpu(), trained.at("p0"), 1e-5)) << device;
+  EXPECT_TRUE(allClose(params[1].cpu(), trained.at("p1"), 1e-5)) << device;
 }
 
 namespace {

@@ -5,6 +5,7 @@
 
 #include "runtime/optim/optimizers.h"
 #include "runtime/optim/schedulers.h"
+#include "tests/runtime/optimizer_comparison.h"
 #include "tests/test_support.h"
 
 namespace hfta::optim {
@@ -136,28 +137,7 @@ TEST_F(Schedulers, StateDictResumesTheSchedule) {
   EXPECT_EQ(other.lr().expanded(kMembers), sgd_.lr().expanded(kMembers));
 }
 
-TEST(FusedAdadelta, FiftyStepsMatchTorchOptimAdadeltaPerMember) {
-  Reference ref("optim_reference.pt");
-  const auto init = ref.tensors("adadelta_init");
-  const auto grads = ref.tensors("adadelta_grads");
-  const auto trained = ref.tensors("adadelta_trained");
-  const auto hyper = ref.tensors("adadelta_hyper");
-  auto values = [&](const char* key) {
-    const auto t = hyper.at(key).contiguous();
-    return std::vector<double>(t.data_ptr<double>(), t.data_ptr<double>() + t.numel());
-  };
-  std::vector<at::Tensor> params{init.at("p0").clone().requires_grad_(true),
-                                 init.at("p1").clone().requires_grad_(true)};
-  FusedAdadelta adadelta(params, kMembers,
-                         AdadeltaOptions{values("lr"), values("rho"), values("eps"), values("weight_decay")});
-  for (int64_t step = 0; step < grads.at("p0").size(0); ++step) {
-    params[0].mutable_grad() = grads.at("p0")[step].clone();
-    params[1].mutable_grad() = grads.at("p1")[step].clone();
-    adadelta.step();
-  }
-  EXPECT_TRUE(allClose(params[0], trained.at("p0"), 1e-5));
-  EXPECT_TRUE(allClose(params[1], trained.at("p1"), 1e-5));
-}
+TEST(FusedAdadelta, FiftyStepsMatchTorchOptimAdadeltaPerMember) { testing::compareAdadeltaWithTorchOptim(torch::kCPU); }
 
 }  // namespace
 }  // namespace hfta::optim
