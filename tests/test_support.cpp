@@ -80,7 +80,16 @@ Tolerances tolerancesFor(at::ScalarType dtype) {
 double trainedTolerance(at::ScalarType dtype, double sensitivity) {
   constexpr double kTermsPerSum = 1000;
   const double unit_roundoff = dtype == at::kDouble ? 0x1p-53 : 0x1p-24;
-  return std::max(tolerancesFor(dtype).trained, kTermsPerSum * unit_roundoff * sensitivity);
+  const double tolerance = std::max(tolerancesFor(dtype).trained, kTermsPerSum * unit_roundoff * sensitivity);
+  const double cap = dtype == at::kDouble ? kMaxTrainedFloat64 : kMaxTrainedFloat32;
+  if (tolerance > cap) {
+    throw std::invalid_argument(fmt::format(
+        "these training steps amplify rounding {:.3g}-fold: the trained values would be compared within {:.3g}, "
+        "above the cap of {:g} for {} (a comparison that loose could not fail); choose gentler settings for this "
+        "family in tests/python/make_test_models.py",
+        sensitivity, tolerance, cap, c10::toString(dtype)));
+  }
+  return tolerance;
 }
 
 ::testing::AssertionResult allClose(const at::Tensor& actual, const at::Tensor& expected, double tolerance) {

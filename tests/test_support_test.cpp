@@ -54,5 +54,13 @@ TEST(Tolerances, Float64IsTighterThanFloat32) {
   EXPECT_THROW(tolerancesFor(at::kHalf), std::invalid_argument);
 }
 
+TEST(TrainedTolerance, GrowsWithTheSensitivityUpToACap) {
+  EXPECT_EQ(trainedTolerance(at::kDouble, 1.0), kFloat64.trained);
+  EXPECT_DOUBLE_EQ(trainedTolerance(at::kDouble, 1e6), 1000 * 0x1p-53 * 1e6);
+  EXPECT_THROW(trainedTolerance(at::kDouble, 1e8), std::invalid_argument);  // 1.1e-5 > 1e-6
+  EXPECT_EQ(trainedTolerance(at::kFloat, 1.0), kFloat32.trained);
+  EXPECT_THROW(trainedTolerance(at::kFloat, 1e2), std::invalid_argument);  // 6e-3 > 1e-3
+}
+
 }  // namespace
 }  // namespace hfta::testing
