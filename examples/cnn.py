@@ -128,11 +128,11 @@ class LayerZoo(nn.Module):
 class DigitsCNN(nn.Module):
     """A small CNN for the 8x8 digits (hfta-train's default data set)."""
 
-    def __init__(self, classes=10):
+    def __init__(self, classes=10, conv_bias=True):
         super().__init__()
-        self.conv1 = nn.Conv2d(1, 16, 3, padding=1)
+        self.conv1 = nn.Conv2d(1, 16, 3, padding=1, bias=conv_bias)
         self.bn1 = nn.BatchNorm2d(16)
-        self.conv2 = nn.Conv2d(16, 32, 3, padding=1)
+        self.conv2 = nn.Conv2d(16, 32, 3, padding=1, bias=conv_bias)
         self.bn2 = nn.BatchNorm2d(32)
         self.fc = nn.Linear(32 * 4 * 4, classes)
 

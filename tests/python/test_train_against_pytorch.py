@@ -31,11 +31,13 @@ import sys
 import tempfile
 
 import torch
-from torch import nn
-import torch.nn.functional as F
 
 import train_cli  # the script's own folder
 from pytorch_reference import Run, digits_split, relative_difference, train_alone
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "examples"))
+import cnn  # noqa: E402
 
 B = 4
 LIMIT, HOLDOUT, BATCH, EPOCHS, SEED = 400, 0.2, 32, 3, 7
@@ -43,7 +45,7 @@ TOLERANCE = 1e-9  # relative; see above
 SCHEDULERS = torch.optim.lr_scheduler
 
 
-class DigitsCNN(nn.Module):
+def digits_cnn():
     """examples/cnn.py's DigitsCNN without biases in the convolutions that
     batch norm follows, as ResNets build them. Such a bias changes no
     output (the normalization subtracts it) and its gradient is 0 up to
@@ -54,19 +56,7 @@ class DigitsCNN(nn.Module):
     instead, would follow it (measured: 2e-7 relative in the held-out loss
     after one epoch of AdamW at lr 0.02). That model trains on rounding
     noise under any implementation; this one does not."""
-
-    def __init__(self, classes=10):
-        super().__init__()
-        self.conv1 = nn.Conv2d(1, 16, 3, padding=1, bias=False)
-        self.bn1 = nn.BatchNorm2d(16)
-        self.conv2 = nn.Conv2d(16, 32, 3, padding=1, bias=False)
-        self.bn2 = nn.BatchNorm2d(32)
-        self.fc = nn.Linear(32 * 4 * 4, classes)
-
-    def forward(self, x):
-        x = F.relu(self.bn1(self.conv1(x)))
-        x = F.max_pool2d(F.relu(self.bn2(self.conv2(x))), 2)
-        return self.fc(torch.flatten(x, 1))
+    return cnn.DigitsCNN(conv_bias=False)
 
 
 # name: (hfta-train flags, the loss, member b's optimizer, member b's
@@ -139,7 +129,7 @@ def check_case(args, tmp, model, name, case, train, heldout):
     worst, lrs = 0.0, set()
     for b in range(B):
         torch.manual_seed(b)
-        alone = DigitsCNN().double()
+        alone = digits_cnn().double()
         optimizer = make_optimizer(alone.parameters(), b)
         expected = train_alone(alone, optimizer, train, heldout, run, make_scheduler(optimizer, b, EPOCHS * batches),
                                per_batch)
@@ -171,7 +161,7 @@ def main():
     train, heldout = digits_split(LIMIT, HOLDOUT, SEED, torch.float64)
     with tempfile.TemporaryDirectory() as tmp:
         model = os.path.join(tmp, "model.pt")
-        torch.jit.save(torch.jit.script(DigitsCNN()), model)
+        torch.jit.save(torch.jit.script(digits_cnn()), model)
         for name in CASES:
             worst = check_case(args, tmp, model, name, CASES[name], train, heldout)
             print(f"{name}: hfta-train vs PyTorch, worst relative loss difference {worst:.2e}")
