@@ -10,6 +10,17 @@
 
 namespace hfta::testing {
 
+namespace {
+
+bool takeSuffix(std::string& kind, const std::string& suffix) {
+  const auto at = kind.find(suffix);
+  if (at == std::string::npos) return false;
+  kind.erase(at, suffix.size());
+  return true;
+}
+
+}  // namespace
+
 std::string modelsDir() {
   const char* dir = std::getenv("HFTA_TEST_MODELS");
   if (dir == nullptr) throw std::runtime_error("HFTA_TEST_MODELS is not set (run the tests with ctest)");
@@ -17,15 +28,9 @@ std::string modelsDir() {
 }
 
 FormScope::FormScope(std::string& kind) : previous_conv_(ops::convForm()), previous_linear_(ops::linearForm()) {
-  auto take = [&](const std::string& suffix) {
-    const auto at = kind.find(suffix);
-    if (at == std::string::npos) return false;
-    kind.erase(at, suffix.size());
-    return true;
-  };
-  if (take("+per-member-conv")) ops::setConvForm(ops::ConvForm::PerMember);
-  if (take("+channels-last-conv")) ops::setConvForm(ops::ConvForm::ChannelsLast);
-  if (take("+per-member-linear")) ops::setLinearForm(ops::LinearForm::PerMember);
+  if (takeSuffix(kind, "+per-member-conv")) ops::setConvForm(ops::ConvForm::PerMember);
+  if (takeSuffix(kind, "+channels-last-conv")) ops::setConvForm(ops::ConvForm::ChannelsLast);
+  if (takeSuffix(kind, "+per-member-linear")) ops::setLinearForm(ops::LinearForm::PerMember);
 }
 
 FormScope::FormScope(ops::ConvForm conv, ops::LinearForm linear)
@@ -47,13 +52,9 @@ std::vector<std::string> memberPaths(const std::string& kind, int members, bool 
   return paths;
 }
 
-bool takeExported(std::string& kind) {
-  const std::string suffix = "+exported";
-  const auto at = kind.find(suffix);
-  if (at == std::string::npos) return false;
-  kind.erase(at, suffix.size());
-  return true;
-}
+bool takeExported(std::string& kind) { return takeSuffix(kind, "+exported"); }
+
+c10::Device takeDevice(std::string& kind) { return takeSuffix(kind, "+cuda") ? c10::kCUDA : c10::kCPU; }
 
 Reference::Reference(const std::string& name) {
   std::ifstream in(modelPath(name), std::ios::binary);
@@ -97,8 +98,8 @@ double trainedTolerance(at::ScalarType dtype, double sensitivity) {
     return ::testing::AssertionFailure() << fmt::format("shape [{}] != expected [{}]", fmt::join(actual.sizes(), ", "),
                                                         fmt::join(expected.sizes(), ", "));
   }
-  const auto a = actual.detach().to(at::kDouble).flatten();
-  const auto e = expected.detach().to(at::kDouble).flatten();
+  const auto a = actual.detach().to(at::kCPU, at::kDouble).flatten();
+  const auto e = expected.detach().to(at::kCPU, at::kDouble).flatten();
   auto firstWhere = [](const at::Tensor& mask) { return mask.nonzero()[0].item<int64_t>(); };
   const auto nan_differs = a.isnan().ne(e.isnan());
   if (nan_differs.any().item<bool>()) {

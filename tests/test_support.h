@@ -73,6 +73,9 @@ std::vector<std::string> memberPaths(const std::string& kind, int members = 3, b
 // Strips the suffix "+exported" from a test kind: whether it was there
 // (the test reads the members' .pt2 archives).
 bool takeExported(std::string& kind);
+// Strips the suffix "+cuda": the device the test runs the fused module on
+// (the reference stays PyTorch's on the CPU).
+c10::Device takeDevice(std::string& kind);
 
 // A dict of PyTorch's answers written by torch.save in the test setup.
 class Reference {
@@ -89,7 +92,7 @@ class Reference {
 
 // gtest assertion: the same shape, NaN in the same places, the same
 // infinities in the same places, and |a - b| <= tol * (1 + |b|) everywhere
-// else.
+// else; compared on the CPU, whatever the tensors' devices.
 ::testing::AssertionResult allClose(const at::Tensor& actual, const at::Tensor& expected, double tolerance);
 
 }  // namespace hfta::testing

@@ -3,6 +3,7 @@
 // Python, trained with torch.optim.SGD) as the oracle.
 #include <gtest/gtest.h>
 #include <torch/csrc/jit/runtime/graph_executor.h>
+#include <torch/cuda.h>
 
 #include "hfta/hfta.h"
 #include "io/tensor_slots.h"
@@ -34,9 +35,9 @@ optim::SGDOptions sgdOptionsFrom(const Reference& ref) {
 
 // Trains the fused module on the reference's batches with FusedSGD set up
 // from the reference's per-member settings.
-void trainFused(torch::jit::Module& fused, const Reference& ref) {
-  const auto xs = ref.tensor("x");
-  const auto ys = ref.tensor("y");
+void trainFused(torch::jit::Module& fused, const Reference& ref, const c10::Device& device = c10::kCPU) {
+  const auto xs = ref.tensor("x").to(device);
+  const auto ys = ref.tensor("y").to(device);
   optim::FusedSGD sgd(distinctParameters(fused), xs.size(1), sgdOptionsFrom(ref));
   for (int64_t step = 0; step < xs.size(0); ++step) {
     sgd.zero_grad();
@@ -48,34 +49,46 @@ void trainFused(torch::jit::Module& fused, const Reference& ref) {
 // A kind with the suffix "+per-member-conv" runs every convolution as B
 // dense ones, "+channels-last-conv" as one channels-last grouped one,
 // "+per-member-linear" every linear as B GEMMs (testing::FormScope); with
-// "+exported" the members are the same models' torch.export archives.
+// "+exported" the members are the same models' torch.export archives; with
+// "+cuda" the fused module runs on the GPU (skipped where there is none),
+// against the same PyTorch reference on the CPU.
 class FusionEquivalence : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
+    if (device_.is_cuda()) {
+      if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device on this machine";
+      // cuDNN's TF32 convolutions round float32 inputs to 10 significand
+      // bits: another dtype than the reference's float32.
+      at::globalContext().setAllowTF32CuDNN(false);
+    }
     ref_ = Reference(kind_ + "_reference.pt");
     const auto dtype = ref_.tensor("y").scalar_type();  // the members' (x may hold token ids)
     tolerance_ = testing::tolerancesFor(dtype);
     tolerance_.trained = testing::trainedTolerance(dtype, ref_.tensor("sensitivity").item<double>());
     fused_ = fuse(loadMembers(memberPaths()));
+    fused_.module.to(device_);
   }
   std::vector<std::string> memberPaths() const { return testing::memberPaths(kind_, 3, exported_); }
+  // Member b's batches of the reference, on the test's device.
+  at::Tensor input(const char* key) const { return ref_.tensor(key)[0].to(device_); }
   std::string kind_ = GetParam();
   testing::FormScope forms_{kind_};
   bool exported_ = testing::takeExported(kind_);
+  c10::Device device_ = testing::takeDevice(kind_);
   Reference ref_;
   testing::Tolerances tolerance_{};  // the members' dtype's
   FusionResult fused_;
 };
 
 TEST_P(FusionEquivalence, ForwardMatchesEachMember) {
-  const auto x = ref_.tensor("x")[0];  // [B, N, ...]: member b's own batch
+  const auto x = input("x");  // [B, N, ...]: member b's own batch
   const auto out = firstOutput(fused_.module.forward({x}));
   EXPECT_TRUE(allClose(out, ref_.tensor("outputs"), tolerance_.forward));
 }
 
 TEST_P(FusionEquivalence, GradientsOfSummedLossMatchEachMembersOwn) {
-  const auto x = ref_.tensor("x")[0];
-  const auto y = ref_.tensor("y")[0];
+  const auto x = input("x");
+  const auto y = input("y");
   summedMemberLoss(firstOutput(fused_.module.forward({x})), y).backward();
   const auto grads = ref_.tensors("grads");
   ASSERT_EQ(grads.size(), distinctNamedParameters(fused_.module).size());
@@ -87,7 +100,7 @@ TEST_P(FusionEquivalence, GradientsOfSummedLossMatchEachMembersOwn) {
 
 // 20 steps for the small families, 5 for the published CNNs.
 TEST_P(FusionEquivalence, SgdStepsWithPerMemberSettingsMatchTrainingAlone) {
-  trainFused(fused_.module, ref_);
+  trainFused(fused_.module, ref_, device_);
   const auto trained = ref_.tensors("trained");
   ASSERT_EQ(trained.size(), distinctNamedParameters(fused_.module).size());
   for (const auto& p : distinctNamedParameters(fused_.module)) {
@@ -103,7 +116,7 @@ TEST_P(FusionEquivalence, SgdStepsWithPerMemberSettingsMatchTrainingAlone) {
   // And in eval mode the trained members answer as they would alone.
   fused_.module.eval();
   torch::NoGradGuard no_grad;
-  const auto x = ref_.tensor("x")[0];
+  const auto x = input("x");
   const auto out = firstOutput(fused_.module.forward({x}));
   EXPECT_TRUE(allClose(out, ref_.tensor("eval_outputs"), tolerance_.trained));
   // So does each member split off (hfta::split, what hfta-split writes),
@@ -119,8 +132,9 @@ TEST_P(FusionEquivalence, SgdStepsWithPerMemberSettingsMatchTrainingAlone) {
 TEST_P(FusionEquivalence, SharedInputMatchesEachMemberOnTheSameBatch) {
   auto members = loadMembers(memberPaths());
   auto shared = fuse(members, {/*shared_input=*/true});
+  shared.module.to(device_);
   const auto x = ref_.tensor("x")[0][0];  // one batch, member-shaped
-  const auto out = firstOutput(shared.module.forward({x}));
+  const auto out = firstOutput(shared.module.forward({x.to(device_)}));
   ASSERT_EQ(out.size(0), 3);
   for (int b = 0; b < 3; ++b) {
     EXPECT_TRUE(allClose(out[b], firstOutput(members[b].module.forward({x})), tolerance_.forward)) << "member " << b;
@@ -198,6 +212,17 @@ INSTANTIATE_TEST_SUITE_P(Exported, FusionEquivalence,
                                            "bert_tiny+exported", "encoder_pre_gelu_padding+exported",
                                            "lstm_lm_tiny+exported", "resnet18+exported+per-member-conv",
                                            "bert_tiny+exported+per-member-linear"));
+
+// On the GPU (where there is one): a family of each kind of layer, the
+// fused kernels (grouped convolution, batched matmul, batch norm over B x C
+// channels, the LSTM, attention) and FusedSGD's CUDA kernel, against
+// PyTorch's answers on the CPU at the same dtype tolerances (float64 sums
+// in other orders on the GPU as fused sums do on the CPU).
+INSTANTIATE_TEST_SUITE_P(Cuda, FusionEquivalence,
+                         ::testing::Values("mlp+cuda", "lenet+cuda", "resblock+cuda", "resnet18+cuda",
+                                           "mobilenet_v2+cuda", "pointnet_cls+cuda", "dcgan_g+cuda", "lm_tiny+cuda",
+                                           "bert_tiny+cuda", "lstm_lm_tiny+cuda", "encdec+cuda", "conv3d+cuda",
+                                           "resnet18+cuda+per-member-conv", "lenet+cuda+channels-last-conv"));
 
 // (and the layer zoo of examples/cnn.py, every other conv/pool/shape form,
 // and traced members, whose convolutions are aten::_convolution)

@@ -15,7 +15,9 @@ tolerance below, 1e-9, leaves a margin of 300 and still fails on any real
 error larger than one part in a billion.
 
 test_train_against_pytorch.py holds every optimizer and schedule to the
-same oracle; this test adds members' own seeds and a high learning rate.
+same oracle; this test adds members' own seeds and a high learning rate,
+and runs on a GPU as well (--device cuda, from scripts/gpu_check.sh: both
+sides there, float64 again).
 
 python tests/python/test_train_equivalence.py --train BUILD/tools/hfta-train --runtime BUILD/runtime/libhfta_runtime.so
 """
@@ -50,7 +52,7 @@ def main():
         model = os.path.join(tmp, "model.pt")
         torch.jit.save(torch.jit.script(cnn.DigitsCNN()), model)
         subprocess.run([args.train, model, "--array-size", "4", "--seeds", ",".join(map(str, SEEDS)),
-                        "--lr", ",".join(map(str, LRS)), "--optimizer", "sgd", "--momentum", "0.9",
+                        "--lr", ",".join(map(str, LRS)), "--optimizer", "sgd", "--momentum", "0.9", "--device", args.device,
                         "--epochs", str(EPOCHS), "--batch-size", str(BATCH), "--limit", str(LIMIT), "--holdout",
                         str(HOLDOUT), "--seed", str(SEED), "--threads", "1", "--dtype", "float64",
                         "--out", os.path.join(tmp, "fused")], check=True, stdout=subprocess.DEVNULL)
@@ -59,9 +61,9 @@ def main():
         worst = 0.0
         for b, (seed, lr) in enumerate(zip(SEEDS, LRS)):
             torch.manual_seed(seed)
-            alone = cnn.DigitsCNN().double()
+            alone = cnn.DigitsCNN().double().to(args.device)
             expected = train_alone(alone, torch.optim.SGD(alone.parameters(), lr=lr, momentum=0.9), train, heldout,
-                                   Run(EPOCHS, BATCH, SEED))
+                                   Run(EPOCHS, BATCH, SEED, device=args.device))
             mine = [r for r in fused if int(r["member"]) == b]
             assert len(mine) == len(expected) == EPOCHS
             for f, a in zip(mine, expected):
@@ -72,7 +74,7 @@ def main():
                 # (Two top logits within 1e-12 of each other would be needed to flip a prediction.)
                 assert f["heldout_accuracy"] == a["heldout_accuracy"], (b, f, a)
                 assert f["lr"] == a["lr"]
-        print(f"fused vs PyTorch: worst relative loss difference {worst:.2e}")
+        print(f"fused vs PyTorch on {args.device}: worst relative loss difference {worst:.2e}")
         # A member that diverges (float32, lr 1e30: its loss overflows) is
         # frozen and reported diverged from the epoch PyTorch's loop stops
         # it; the other trains on as alone (float32: within 1e-4 relative,
