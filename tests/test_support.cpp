@@ -93,7 +93,14 @@ double trainedTolerance(at::ScalarType dtype, double sensitivity) {
   return tolerance;
 }
 
-::testing::AssertionResult allClose(const at::Tensor& actual, const at::Tensor& expected, double tolerance) {
+double gradientScale(const std::map<std::string, at::Tensor>& gradients) {
+  double largest = 0;
+  for (const auto& [name, g] : gradients) largest = std::max(largest, g.abs().max().item<double>());
+  return std::min(1.0, largest);
+}
+
+::testing::AssertionResult allClose(const at::Tensor& actual, const at::Tensor& expected, double tolerance,
+                                    double scale) {
   if (actual.sizes() != expected.sizes()) {
     return ::testing::AssertionFailure() << fmt::format("shape [{}] != expected [{}]", fmt::join(actual.sizes(), ", "),
                                                         fmt::join(expected.sizes(), ", "));
@@ -115,13 +122,13 @@ double trainedTolerance(at::ScalarType dtype, double sensitivity) {
                e[i].item<double>());
   }
   const auto finite = a.isfinite();
-  const auto excess = ((a - e).abs() - tolerance * (1 + e.abs())).masked_fill(finite.logical_not(), -1);
+  const auto excess = ((a - e).abs() - tolerance * (scale + e.abs())).masked_fill(finite.logical_not(), -1);
   if (excess.numel() > 0 && excess.max().item<double>() > 0) {
     const auto i = excess.argmax().item<int64_t>();
     return ::testing::AssertionFailure() << fmt::format(
-               "max |actual - expected| = {} at element {} ({} vs {}) exceeds tolerance {} * (1 + |{}|)",
+               "max |actual - expected| = {} at element {} ({} vs {}) exceeds tolerance {} * ({} + |{}|)",
                (a - e).abs().masked_fill(finite.logical_not(), 0).max().item<double>(), i, a[i].item<double>(),
-               e[i].item<double>(), tolerance, e[i].item<double>());
+               e[i].item<double>(), tolerance, scale, e[i].item<double>());
   }
   return ::testing::AssertionSuccess();
 }

@@ -91,8 +91,17 @@ class Reference {
 };
 
 // gtest assertion: the same shape, NaN in the same places, the same
-// infinities in the same places, and |a - b| <= tol * (1 + |b|) everywhere
-// else; compared on the CPU, whatever the tensors' devices.
-::testing::AssertionResult allClose(const at::Tensor& actual, const at::Tensor& expected, double tolerance);
+// infinities in the same places, and |a - b| <= tol * (scale + |b|)
+// everywhere else; compared on the CPU, whatever the tensors' devices.
+// `scale` is the magnitude below which the comparison is absolute: 1 for
+// values of order 1; smaller for quantities known to be small (gradients:
+// the model's largest, gradientScale), so that they are held to the
+// tolerance relative to their size rather than to 1.
+::testing::AssertionResult allClose(const at::Tensor& actual, const at::Tensor& expected, double tolerance,
+                                    double scale = 1.0);
+// The scale of a model's gradients (their largest magnitude, at most 1): a
+// gradient's rounding is relative to the terms it sums, which this bounds,
+// even where they cancel to 0 (a convolution's bias before batch norm).
+double gradientScale(const std::map<std::string, at::Tensor>& gradients);
 
 }  // namespace hfta::testing

@@ -21,6 +21,20 @@ TEST(AllClose, PassesWithinTheToleranceRelativeToOnePlusTheExpectedValue) {
   EXPECT_FALSE(allClose(values({1.0, 100.0}), values({1.0, 100.0 + 1.02e-3}), 1e-5));
 }
 
+// Below `scale` the comparison is absolute; gradients pass the model's
+// gradient scale, so that 1e-6 on a gradient of 2e-4 (0.5%) fails where
+// 1e-5 * (1 + |b|) would let it through.
+TEST(AllClose, SmallQuantitiesAreComparedRelativeToTheirScale) {
+  EXPECT_TRUE(allClose(values({2e-4 + 1e-6}), values({2e-4}), 1e-5));
+  EXPECT_FALSE(allClose(values({2e-4 + 1e-6}), values({2e-4}), 1e-5, /*scale=*/1e-3));
+  EXPECT_TRUE(allClose(values({2e-4 + 1.1e-8}), values({2e-4}), 1e-5, /*scale=*/1e-3));  // 1e-5 * 1.2e-3
+}
+
+TEST(GradientScale, IsTheLargestGradientUpToOne) {
+  EXPECT_DOUBLE_EQ(gradientScale({{"a", values({1e-3, -4e-3})}, {"b", values({2e-3})}}), 4e-3);
+  EXPECT_DOUBLE_EQ(gradientScale({{"a", values({30.0})}}), 1.0);
+}
+
 TEST(AllClose, NaNMustMatchNaNInTheSamePlaces) {
   EXPECT_TRUE(allClose(values({kNaN, 1.0}), values({kNaN, 1.0}), 1e-5));
   EXPECT_FALSE(allClose(values({kNaN, 1.0}), values({1.0, kNaN}), 1e-5));  // NaN in both, elsewhere
