@@ -10,7 +10,8 @@
 # Steps: the CUDA tests (optimizer kernels, Adadelta, a NaN member, the
 # loss scaler); the fused-vs-PyTorch equivalence suite on CUDA (gtest
 # Cuda/FusionEquivalence); hfta-train --device cuda against each member
-# trained alone in PyTorch on CUDA (float64); the Python package's
+# trained alone in PyTorch on CUDA (float64) and under autocast (float16
+# with a GradScaler per member, and bfloat16); the Python package's
 # optimizers, schedules and scaler on the device; the Transformers and the
 # LSTM LM fused on the device and under autocast; the optimizer benchmark;
 # the training-throughput harness (every way of training B members; with
@@ -92,6 +93,8 @@ runtime=(--runtime "$build/runtime/libhfta_runtime.so")
 step cuda_tests "$build/tests/hfta_cuda_tests"
 step cuda_equivalence "$build/tests/hfta_tests" --gtest_filter='Cuda/*'
 step train_on_device "$python" tests/python/test_train_equivalence.py --train "$build/tools/hfta-train" "${runtime[@]}" \
+  --device "$device"
+step amp_on_device "$python" tests/python/test_train_amp.py --train "$build/tools/hfta-train" "${runtime[@]}" \
   --device "$device"
 step package_on_device env PYTHONPATH="$build/python" "$python" tests/python/check_package_device.py --device "$device"
 step text_fused "$python" tests/python/check_text_fused.py --device "$device" --fuse "$build/tools/hfta-fuse" "${runtime[@]}"

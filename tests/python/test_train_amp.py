@@ -37,7 +37,8 @@
    torch.autocast on test_batch.bin's first images (to 0.2%: a sample whose top logits lie
    within the fused forward's rounding of each other may flip).
 
-python tests/python/test_train_amp.py --train BUILD/tools/hfta-train --runtime BUILD/runtime/libhfta_runtime.so
+python tests/python/test_train_amp.py --train BUILD/tools/hfta-train --runtime BUILD/runtime/libhfta_runtime.so \
+    [--device cuda]   (part 1 only, on the GPU: scripts/gpu_check.sh)
 """
 import csv
 import json
@@ -76,15 +77,16 @@ def train(args, model, out, *flags, env=None):
     return rows(out)
 
 
-def pytorch_runs(lrs, amp):
-    """Each member trained alone in PyTorch: its rows and its state_dict."""
+def pytorch_runs(lrs, amp, device):
+    """Each member trained alone in PyTorch: its rows and its state_dict (on the CPU)."""
     data = digits_split(TRAIN_LIMIT, HOLDOUT, SEED, torch.float32)
     runs = []
     for b, lr in enumerate(lrs):
         torch.manual_seed(b)
-        model = cnn.DigitsCNN()
+        model = cnn.DigitsCNN().to(device)
         optimizer = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
-        runs.append((train_alone(model, optimizer, *data, Run(EPOCHS, BATCH, SEED, amp=amp)), model.state_dict()))
+        rows = train_alone(model, optimizer, *data, Run(EPOCHS, BATCH, SEED, amp=amp, device=device))
+        runs.append((rows, {k: v.cpu() for k, v in model.state_dict().items()}))
     return runs
 
 
@@ -111,10 +113,11 @@ def amp_matches_pytorch(args, tmp, model, name, lrs, float32_runs, pinned):
     env = dict(os.environ, HFTA_AUTOTUNE="0") if pinned else None
     fused = train(args, model, out, "--array-size", str(len(lrs)), "--lr", ",".join(map(str, lrs)), "--momentum", "0.9",
                   "--epochs", str(EPOCHS), "--limit", str(TRAIN_LIMIT), "--holdout", str(HOLDOUT), "--seed", str(SEED),
-                  "--amp", "--amp-dtype", name, "--export-best", out + "_members", "--top", str(len(lrs)), env=env)
+                  "--amp", "--amp-dtype", name, "--export-best", out + "_members", "--top", str(len(lrs)),
+                  "--device", args.device, env=env)
     factor = 0.5 if pinned else 3.0
     worst, skipped = 0.0, {}
-    for b, ((amp_rows, amp_state), (fp32_rows, fp32_state)) in enumerate(zip(pytorch_runs(lrs, DTYPES[name]),
+    for b, ((amp_rows, amp_state), (fp32_rows, fp32_state)) in enumerate(zip(pytorch_runs(lrs, DTYPES[name], args.device),
                                                                            float32_runs)):
         mine = [r for r in fused if r["member"] == b]
         assert len(mine) == EPOCHS and all(r["amp"] == name for r in mine), mine
@@ -207,18 +210,21 @@ def eval_matches_pytorch(args, tmp):
 def main():
     args = train_cli.parse_args()
     torch.set_num_threads(1)  # as hfta-train --threads 1: oneDNN's low-precision kernels block by thread count
+    # The float32 runs that measure d in float32 on a GPU too, not TF32.
+    torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
     with tempfile.TemporaryDirectory() as tmp:
         torch.manual_seed(123)
         model = os.path.join(tmp, "model.pt")
         torch.jit.save(torch.jit.script(cnn.DigitsCNN()), model)
         for name, lrs in (("bfloat16", [0.01, 0.03, 0.1]), ("float16", [0.01, 0.03, 3.0])):
-            float32_runs = pytorch_runs(lrs, None)
+            float32_runs = pytorch_runs(lrs, None, args.device)
             for pinned in (True, False):
                 skipped = amp_matches_pytorch(args, tmp, model, name, lrs, float32_runs, pinned)
             if name == "float16":
                 assert skipped[2] > skipped[0] and skipped[2] > skipped[1], skipped
-        resume_keeps_the_scaler(args, tmp, model)
-        eval_matches_pytorch(args, tmp)
+        if args.device == "cpu":  # (scripts/gpu_check.sh runs part 1 on CUDA; the rest is the CPU's)
+            resume_keeps_the_scaler(args, tmp, model)
+            eval_matches_pytorch(args, tmp)
     print("test_train_amp: OK")
 
 
