@@ -21,7 +21,10 @@
 # with 2 workers.
 #
 #   scripts/gpu_check.sh [python]            on the GPU machine; needs .gpu-deps
-#                                            from scripts/gpu_deps.sh (carried)
+#                                            from scripts/gpu_deps.sh and
+#                                            .data/digits.pt from scripts/setup.sh
+#                                            (both git-ignored: carry .gpu-deps and
+#                                            .data/digits.pt)
 #   scripts/gpu_check.sh --dry-run [python]  every step on the CPU, small, with
 #                                            the tests' build (build/, test models
 #                                            included): how the script is checked
@@ -76,6 +79,7 @@ else
   build=build-gpu
   deps="$PWD/.gpu-deps/root/usr"
   [ -d "$deps" ] || { echo "gpu_check: run scripts/gpu_deps.sh first (and carry .gpu-deps)" >&2; exit 2; }
+  [ -f .data/digits.pt ] || { echo "gpu_check: run scripts/setup.sh first (and carry .data/digits.pt)" >&2; exit 2; }
   export LD_LIBRARY_PATH="$deps/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   device=cpu
   nvidia-smi -L >/dev/null 2>&1 && device=cuda
