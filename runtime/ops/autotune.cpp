@@ -7,6 +7,7 @@
 #endif
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <map>
@@ -33,6 +34,8 @@ struct State {
   std::optional<std::string> cache_path;
   bool loaded = false;
   std::map<std::string, size_t> chosen;
+  // Bumped whenever the choices are dropped: each Memo drops its own then.
+  std::atomic<uint64_t> generation{1};
 };
 
 State& state() {
@@ -90,6 +93,7 @@ void setEnabled(bool on) {
   auto& s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
   s.enabled = on;
+  ++s.generation;
 }
 
 std::string cachePath() {
@@ -104,6 +108,7 @@ void setCachePath(const std::string& path) {
   s.cache_path = path;
   s.loaded = false;
   s.chosen.clear();
+  ++s.generation;
 }
 
 void forget() {
@@ -111,6 +116,7 @@ void forget() {
   std::lock_guard<std::mutex> lock(s.mutex);
   s.loaded = false;
   s.chosen.clear();
+  ++s.generation;
 }
 
 std::string machine(const c10::Device& device) {
@@ -166,6 +172,42 @@ size_t choose(const std::string& key, size_t heuristic, const std::vector<std::f
     updateCacheFile(path, key, {{"form", best}, {"median_seconds", seconds}});
   }
   return best;
+}
+
+size_t Memo::Hash::operator()(const Signature& s) const {
+  size_t h = s.size();
+  for (const int64_t v : s) h ^= std::hash<int64_t>()(v) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  return h;
+}
+
+size_t Memo::choose(const Signature& signature, size_t heuristic, const std::function<std::string()>& key,
+                    const std::function<std::vector<std::function<void()>>()>& candidates) {
+  const uint64_t generation = state().generation.load();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (generation_ != generation) {
+      chosen_.clear();
+      generation_ = generation;
+    }
+    if (const auto it = chosen_.find(signature); it != chosen_.end()) return it->second;
+  }
+  // (Outside the lock: a candidate may call into the same op.)
+  const size_t choice = autotune::choose(key(), heuristic, candidates());
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (generation_ == generation) chosen_.emplace(signature, choice);
+  return choice;
+}
+
+void appendTensor(Memo::Signature& signature, const at::Tensor& t) {
+  if (!t.defined()) {
+    signature.push_back(-1);
+    return;
+  }
+  signature.push_back(t.dim());
+  signature.append(t.sizes().begin(), t.sizes().end());
+  signature.push_back(static_cast<int64_t>(t.scalar_type()));
+  signature.push_back(static_cast<int64_t>(t.device().type()));
+  signature.push_back(t.device().index());
 }
 
 }  // namespace hfta::autotune

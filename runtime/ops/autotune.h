@@ -16,9 +16,13 @@
 // candidates compute the same function.
 #include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
+#include <c10/util/SmallVector.h>
 
+#include <cstdint>
 #include <functional>
+#include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace hfta::autotune {
@@ -35,6 +39,30 @@ void setEnabled(bool on);
 // candidate's turn). `heuristic` when measurement is off. A candidate that
 // throws is never chosen (all throwing: `heuristic`).
 size_t choose(const std::string& key, size_t heuristic, const std::vector<std::function<void()>>& candidates);
+
+// An op's choices by the numbers that decide them (its shapes, flags,
+// dtype, device), so that its hot path finds a form without formatting a
+// key or building candidates: those happen once per signature, on the
+// first call, inside choose(). Emptied when the choices are (forget(),
+// setCachePath(), setEnabled()).
+class Memo {
+ public:
+  using Signature = c10::SmallVector<int64_t, 32>;
+  size_t choose(const Signature& signature, size_t heuristic, const std::function<std::string()>& key,
+                const std::function<std::vector<std::function<void()>>()>& candidates);
+
+ private:
+  struct Hash {
+    size_t operator()(const Signature& s) const;
+  };
+  std::mutex mutex_;
+  uint64_t generation_ = 0;
+  std::unordered_map<Signature, size_t, Hash> chosen_;
+};
+
+// Appends what a signature needs of a tensor: its sizes (and their count),
+// dtype and device.
+void appendTensor(Memo::Signature& signature, const at::Tensor& t);
 
 // Whether a fused op called now is differentiated (GradMode on, not in
 // inference mode): its forms are then timed forward and backward, and the

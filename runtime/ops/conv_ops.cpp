@@ -98,13 +98,32 @@ at::Tensor runForm(ConvForm form, const at::Tensor& input, const at::Tensor& wei
   }
 }
 
+// What names a convolution for the autotuner besides its tensors.
+struct ConvSettings {
+  at::IntArrayRef stride, padding, dilation;
+  c10::string_view padding_mode;  // "same" or "valid" where padding is given as a mode
+
+  void appendTo(autotune::Memo::Signature& signature) const {
+    for (const auto list : {stride, padding, dilation}) {
+      signature.push_back(static_cast<int64_t>(list.size()));
+      signature.append(list.begin(), list.end());
+    }
+    signature.push_back(padding_mode.empty() ? 0 : padding_mode == "same" ? 1 : 2);
+  }
+  std::string text() const {
+    return fmt::format("stride [{}] padding {} dilation [{}]", fmt::join(stride, ","),
+                       padding_mode.empty() ? fmt::format("[{}]", fmt::join(padding, ",")) : std::string(padding_mode),
+                       fmt::join(dilation, ","));
+  }
+};
+
 // The form B convolutions of this shape run in: as forced, else the fastest
 // measured here (forward and, where gradients are on, backward; the
 // channels-last form's cost includes both layout conversions), else the
 // heuristic.
 template <typename ConvFn>
 ConvForm chooseForm(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
-                    int64_t groups, ConvFn conv, const std::string& settings) {
+                    int64_t groups, ConvFn conv, const ConvSettings& settings) {
   const auto forced = forced_form.load();
   if (forced != ConvForm::Chosen) return forced;
   const auto heuristic =
@@ -115,32 +134,43 @@ ConvForm chooseForm(const at::Tensor& input, const at::Tensor& weight, const std
   std::vector<ConvForm> forms{ConvForm::Grouped, ConvForm::PerMember};
   // (a channels-last input runs channels-last as Grouped)
   if (input.dim() == 4 && !channels_last) forms.push_back(ConvForm::ChannelsLast);
+  static autotune::Memo memo;
+  autotune::Memo::Signature signature{backward, channels_last, groups, static_cast<int64_t>(heuristic)};
+  autotune::appendTensor(signature, input);
+  autotune::appendTensor(signature, weight);
+  signature.push_back(bias.has_value());
+  settings.appendTo(signature);
   // The key names the forms timed, so a choice among others is not misread.
-  const auto key = fmt::format(
-      "hfta::conv|in [{}]{}|weight [{}]|bias {}|groups {}|{}|{}|{}|{}|forms {}|{}", fmt::join(input.sizes(), ","),
-      channels_last ? " channels-last" : "", fmt::join(weight.sizes(), ","), bias.has_value(), groups, settings,
-      c10::toString(input.scalar_type()), input.device().str(), backward ? "forward+backward" : "forward",
-      fmt::join(formNames(forms), ","), autotune::machine(input.device()));
-  std::vector<std::function<void()>> candidates;
-  for (const auto form : forms) {
-    candidates.push_back(autotune::candidate(
-        {input, weight, bias.value_or(at::Tensor())}, backward, [&, form](const std::vector<at::Tensor>& t) {
-          return runForm(form, t[0], t[1], t[2].defined() ? std::optional(t[2]) : std::nullopt, groups, conv);
-        }));
-  }
+  const auto key = [&] {
+    return fmt::format(
+        "hfta::conv|in [{}]{}|weight [{}]|bias {}|groups {}|{}|{}|{}|{}|forms {}|{}", fmt::join(input.sizes(), ","),
+        channels_last ? " channels-last" : "", fmt::join(weight.sizes(), ","), bias.has_value(), groups,
+        settings.text(), c10::toString(input.scalar_type()), input.device().str(),
+        backward ? "forward+backward" : "forward", fmt::join(formNames(forms), ","), autotune::machine(input.device()));
+  };
+  const auto candidates = [&] {
+    std::vector<std::function<void()>> runs;
+    for (const auto form : forms) {
+      runs.push_back(autotune::candidate(
+          {input, weight, bias.value_or(at::Tensor())}, backward, [&, form](const std::vector<at::Tensor>& t) {
+            return runForm(form, t[0], t[1], t[2].defined() ? std::optional(t[2]) : std::nullopt, groups, conv);
+          }));
+    }
+    return runs;
+  };
   const auto fallback = std::find(forms.begin(), forms.end(), heuristic) - forms.begin();
-  return forms[autotune::choose(key, fallback, candidates)];
+  return forms[memo.choose(signature, fallback, key, candidates)];
 }
 
 // Runs `conv(folded input, weight with members flattened into dim 0, flat
 // bias, groups)`. The input is channel-folded ([N, B*C, *]) or one input
 // all members share ([N, C, *]; told apart by the channel count, B >= 2):
 // a shared input with groups == 1 runs as one dense convolution with
-// B*Cout output channels and is never copied. `settings` (stride, padding,
-// dilation) names the convolution for the autotuner.
+// B*Cout output channels and is never copied. `settings` names the
+// convolution for the autotuner.
 template <typename ConvFn>
 at::Tensor convolveMembers(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
-                           int64_t groups, ConvFn conv, const std::string& settings, bool transposed = false) {
+                           int64_t groups, ConvFn conv, const ConvSettings& settings, bool transposed = false) {
   TORCH_CHECK(weight.dim() >= 4, "hfta::conv: weight must be [B, out, in/groups, k...], got ", weight.sizes());
   TORCH_CHECK(input.dim() == weight.dim() - 1,
               "hfta::conv: fused convolutions need batched member inputs [N, C, ...]; got input ", input.sizes(),
@@ -173,8 +203,7 @@ at::Tensor conv(const at::Tensor& input, const at::Tensor& weight, const std::op
         return at::convolution(x, w, b, stride, padding, dilation,
                                /*transposed=*/false, output_padding, g);
       },
-      fmt::format("stride [{}] padding [{}] dilation [{}]", fmt::join(stride, ","), fmt::join(padding, ","),
-                  fmt::join(dilation, ",")));
+      ConvSettings{stride, padding, dilation, {}});
 }
 
 at::Tensor conv_padding(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
@@ -191,8 +220,7 @@ at::Tensor conv_padding(const at::Tensor& input, const at::Tensor& weight, const
             return at::conv3d(x, w, b, stride, padding, dilation, g);
         }
       },
-      fmt::format("stride [{}] padding {} dilation [{}]", fmt::join(stride, ","), std::string(padding),
-                  fmt::join(dilation, ",")));
+      ConvSettings{stride, {}, dilation, padding});
 }
 
 at::Tensor conv_transpose(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
@@ -205,7 +233,7 @@ at::Tensor conv_transpose(const at::Tensor& input, const at::Tensor& weight, con
       [&](const at::Tensor& x, const at::Tensor& w, const std::optional<at::Tensor>& b, int64_t g) {
         return at::convolution(x, w, b, stride, padding, dilation, /*transposed=*/true, output_padding, g);
       },
-      /*settings=*/"", /*transposed=*/true);
+      ConvSettings{}, /*transposed=*/true);
 }
 
 at::Tensor batch_norm(const at::Tensor& input, const std::optional<at::Tensor>& weight,

@@ -41,18 +41,28 @@ LinearForm chooseForm(const at::Tensor& x, const at::Tensor& weight, const at::T
   if (forced != LinearForm::Chosen) return forced;
   if (!autotune::enabled()) return LinearForm::Batched;
   const bool backward = autotune::recordsGradients();
-  const auto key = fmt::format("hfta::linear|in [{}]|weight [{}]|bias {}|{}|{}|{}|forms batched,per-member|{}",
-                               fmt::join(x.sizes(), ","), fmt::join(weight.sizes(), ","), bias.defined(),
-                               c10::toString(x.scalar_type()), x.device().str(),
-                               backward ? "forward+backward" : "forward", autotune::machine(x.device()));
-  const std::vector<LinearForm> forms{LinearForm::Batched, LinearForm::PerMember};
-  std::vector<std::function<void()>> candidates;
-  for (const auto form : forms) {
-    candidates.push_back(autotune::candidate({x, weight, bias}, backward, [form](const std::vector<at::Tensor>& t) {
-      return runForm(form, t[0], t[1], t[2]);
-    }));
-  }
-  return forms[autotune::choose(key, 0, candidates)];
+  static const std::vector<LinearForm> forms{LinearForm::Batched, LinearForm::PerMember};
+  static autotune::Memo memo;
+  autotune::Memo::Signature signature{backward};
+  autotune::appendTensor(signature, x);
+  autotune::appendTensor(signature, weight);
+  signature.push_back(bias.defined());
+  const auto key = [&] {
+    return fmt::format("hfta::linear|in [{}]|weight [{}]|bias {}|{}|{}|{}|forms batched,per-member|{}",
+                       fmt::join(x.sizes(), ","), fmt::join(weight.sizes(), ","), bias.defined(),
+                       c10::toString(x.scalar_type()), x.device().str(), backward ? "forward+backward" : "forward",
+                       autotune::machine(x.device()));
+  };
+  const auto candidates = [&] {
+    std::vector<std::function<void()>> runs;
+    for (const auto form : forms) {
+      runs.push_back(autotune::candidate({x, weight, bias}, backward, [form](const std::vector<at::Tensor>& t) {
+        return runForm(form, t[0], t[1], t[2]);
+      }));
+    }
+    return runs;
+  };
+  return forms[memo.choose(signature, 0, key, candidates)];
 }
 
 }  // namespace

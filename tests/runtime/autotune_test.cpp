@@ -71,6 +71,35 @@ TEST_F(Autotune, ChoosesTheFasterCandidateOnceAndRemembersIt) {
   EXPECT_EQ(slow + fast, 8);  // not measured again
 }
 
+// The hot path: a signature seen before finds its choice without the key
+// or the candidates being built; another signature, or the choices
+// forgotten, build them again.
+TEST_F(Autotune, AMemoBuildsTheKeyOncePerSignature) {
+  autotune::Memo memo;
+  int keys = 0, builds = 0, slow = 0, fast = 0;
+  const auto key = [&](const char* name) {
+    return [&keys, name] {
+      ++keys;
+      return std::string(name);
+    };
+  };
+  const auto candidates = [&] {
+    ++builds;
+    return std::vector<std::function<void()>>{sleeper(20, &slow), sleeper(1, &fast)};
+  };
+  const autotune::Memo::Signature a{1, 2, 3}, b{1, 2, 4};
+  EXPECT_EQ(memo.choose(a, 0, key("memo|a"), candidates), 1u);
+  for (int call = 0; call < 5; ++call) EXPECT_EQ(memo.choose(a, 0, key("memo|a"), candidates), 1u);
+  EXPECT_EQ(keys, 1);
+  EXPECT_EQ(builds, 1);
+  EXPECT_EQ(memo.choose(b, 0, key("memo|b"), candidates), 1u);
+  EXPECT_EQ(keys, 2);
+  autotune::forget();  // the choices reread from the cache file: keyed, not measured again
+  EXPECT_EQ(memo.choose(a, 0, key("memo|a"), candidates), 1u);
+  EXPECT_EQ(keys, 3);
+  EXPECT_EQ(slow + fast, 16);  // two measurements of two candidates, four runs each
+}
+
 TEST_F(Autotune, AHopelessCandidateStopsAfterOneTimedRun) {
   int fast = 0, slow = 0;
   EXPECT_EQ(autotune::choose("op|f", 1, {sleeper(1, &fast), sleeper(20, &slow)}), 0u);
