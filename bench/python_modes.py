@@ -31,6 +31,7 @@ import cnn  # noqa: E402,F401  (registers the CNN kinds)
 import mlp  # noqa: E402
 import vision  # noqa: E402,F401  (registers the vision kinds)
 import text  # noqa: E402,F401  (registers the Transformers)
+import torchvision_zoo  # noqa: E402,F401  (registers torchvision's classifiers)
 
 LR, MOMENTUM = 0.01, 0.9
 

@@ -60,7 +60,13 @@ MODELS = {
     # the harness reports it as failing there).
     "lstm_lm_small": (str(text.SEQUENCE_LENGTHS["lstm_lm_small"]), 20, [1, 2, 4, 8, 16], 2),
     "bert": (str(text.SEQUENCE_LENGTHS["bert"]), 8, [1, 2], 2),
+    # torchvision's (examples/torchvision_zoo.py), at 64x64
+    "resnet50": ("3,64,64", 8, [1, 2, 4, 8], 1),
+    "efficientnet_b0": ("3,64,64", 8, [1, 2, 4, 8], 1),
+    "convnext_tiny": ("3,64,64", 8, [1, 2, 4, 8], 1),
+    "vit_b_32": ("3,64,64", 8, [1, 2, 4, 8], 1),
 }
+TORCHVISION = {"resnet50", "efficientnet_b0", "convnext_tiny", "vit_b_32"}
 # The text models' inputs are token ids below their vocabulary's size.
 TOKENS = {m: text.VOCABULARIES[m] for m in ("lm_small", "bert_small", "lm", "bert", "lstm_lm_small")}
 QUICK = {"models": ["mlp", "lenet", "pointnet_cls"], "arrays": [1, 8], "rounds": 2}
@@ -82,7 +88,8 @@ def measure(args, model, array_size, workdir):
     batch = args.batch or batch
     steps = max(1, int(steps * args.steps_scale))
     python = sys.executable
-    script = {"mlp": "mlp.py", "lenet": "cnn.py"}.get(model, "text.py" if model in TOKENS else "vision.py")
+    script = {"mlp": "mlp.py", "lenet": "cnn.py"}.get(
+        model, "text.py" if model in TOKENS else "torchvision_zoo.py" if model in TORCHVISION else "vision.py")
     subprocess.run([python, os.path.join(ROOT, "examples", script), workdir, "--kind", model, "--members",
                     str(array_size)], check=True, stdout=subprocess.DEVNULL)
     members = [os.path.join(workdir, f"{model}_{b}.pt") for b in range(array_size)]
