@@ -135,7 +135,7 @@ ConvForm chooseForm(const at::Tensor& input, const at::Tensor& weight, const std
   // (a channels-last input runs channels-last as Grouped)
   if (input.dim() == 4 && !channels_last) forms.push_back(ConvForm::ChannelsLast);
   static autotune::Memo memo;
-  autotune::Memo::Signature signature{backward, channels_last, groups, static_cast<int64_t>(heuristic)};
+  autotune::Memo::Signature signature{backward, channels_last, groups};
   autotune::appendTensor(signature, input);
   autotune::appendTensor(signature, weight);
   signature.push_back(bias.has_value());

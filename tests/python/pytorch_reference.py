@@ -75,14 +75,15 @@ def train_alone(model, optimizer, train, heldout, run, scheduler=None, per_batch
                 outputs = model(x_train[index])
             value = member_loss(outputs, y_train[index], run.loss)
             (scaler.scale(value) if scaler else value).backward()
-            loss_sum += value.item()
+            loss = value.item()
+            loss_sum += loss
             lr = optimizer.param_groups[0]["lr"]
             if scaler:
                 scale = scaler.get_scale()
                 scaler.step(optimizer)
                 scaler.update()
                 skipped += scaler.get_scale() < scale  # the scale backs off exactly when the step is skipped
-            elif not diverged and not math.isfinite(value.item()):
+            elif not diverged and not math.isfinite(loss):
                 diverged = True  # frozen from here on
             elif not diverged:
                 optimizer.step()

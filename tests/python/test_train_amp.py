@@ -10,7 +10,7 @@
    training carries the low dtype's roundings for that quantity.
    - With the heuristic's forms (HFTA_AUTOTUNE=0) the fused kernels are
      the member's own ones batched, and the fused run must stay within d/2
-     of PyTorch's autocast run (measured: below 1e-6 d; a run that lost
+     of PyTorch's autocast run (measured: 2.4e-4 d; a run that lost
      autocast sits at d and fails), with the same accuracy, skipped steps
      and loss scales.
    - With the forms the autotuner picks, a fused kernel may sum in another
@@ -133,7 +133,7 @@ def amp_matches_pytorch(args, tmp, model, name, lrs, float32_runs, pinned):
             # the forms round as the member does.
             for key in ("train_loss", "heldout_loss") if pinned else ():
                 if not all(map(finite, (f[key], a[key], e[key]))):  # an overflowing member's skipped batches
-                    assert not pinned or finite(f[key]) == finite(a[key]), f"{where} {key}: {f[key]} vs {a[key]}"
+                    assert finite(f[key]) == finite(a[key]), f"{where} {key}: {f[key]} vs {a[key]}"
                     continue
                 worst = max(worst, within(f[key], a[key], e[key], factor, f"{where} {key}"))
             if pinned:
