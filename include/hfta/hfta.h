@@ -23,6 +23,10 @@ struct FuseOptions {
   // An array of one member (a baseline run trained the same way as a
   // sweep); hfta-fuse refuses it as a likely mistake.
   bool allow_single_member = false;
+  // Segments of the graph choose, by measurement at first use, between
+  // their fused ops and the members' own ops (never slower than the
+  // members one by one); off, the fused ops run everywhere.
+  bool segment_plans = true;
 };
 
 // What the fusion did with each node of the member graph.
@@ -40,6 +44,17 @@ struct FusionReport {
   int64_t layout_conversions = 0;
   std::vector<Entry> fused;
   std::vector<Entry> fallbacks;  // run once per member: correct, but not fused
+  // The stretches of the graph that choose their plan at run time: their
+  // fused ops, or the members' own ops one member after another (whichever
+  // measures faster; runtime/ops/segment_plan.h).
+  struct Segment {
+    std::string first_source;  // the user's source lines it spans
+    std::string last_source;
+    int64_t nodes = 0;
+    std::string plans;  // "fused | members", or "fused: " and why members cannot run it
+  };
+  std::vector<Segment> segments;
+  std::string plan_graph;  // what the measured plans are kept under (forms.json)
 
   std::string text() const;
   std::string json() const;

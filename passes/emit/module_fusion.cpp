@@ -175,7 +175,7 @@ FusionResult fuseFrom(int64_t array_size, const std::function<Member(int64_t)>& 
     input_kinds.push_back(per_member ? ValueKind::Array : ValueKind::Uniform);
   }
   FusionResult result{fused, {}};
-  auto forward = fuseMemberGraph(tmpl, array_size, input_kinds, result.report);
+  auto forward = fuseMemberGraph(tmpl, array_size, input_kinds, result.report, options.segment_plans);
   retypeGraph(*forward, classes);
   addMethod(fused, "forward", forward);
   auto member_forward = first.graph->copy();

@@ -31,22 +31,6 @@ void checkNoWriteIntoUniform(GraphFuser& fuser, Node* node) {
   }
 }
 
-// Inside a cloned block, a read of a stacked parameter or buffer gives all
-// B members: narrow it to member b right where it is read.
-void narrowAttributeReads(torch::jit::Block* block, int64_t b) {
-  forEachNode(block, [b](Node* read) {
-    if (read->kind() != c10::prim::GetAttr || !isStackedAttribute(read->output()->type())) return;
-    Graph& g = *read->owningGraph();
-    torch::jit::WithInsertPoint after(read->next());
-    Value* stacked = read->output();
-    const auto kind = stacked->type()->kind();
-    Value* member = kind == c10::TypeKind::TensorType ? g.insert(c10::aten::select, {stacked, 0, b})
-                    : kind == c10::TypeKind::ListType ? g.insert(kind::member_list(), {stacked, b})
-                                                      : g.insert(kind::member(), {stacked, b});
-    stacked->replaceAllUsesAfterNodeWith(member->node(), member);
-  });
-}
-
 // Ops whose outputs' sizes follow the data, so that members' outputs may
 // not stack: a packed sequence's data and batch sizes (each member packs
 // its own lengths), the elements a mask selects.
@@ -63,6 +47,20 @@ bool padsRaggedTensors(const Node* node) {
 }
 
 }  // namespace
+
+void narrowAttributeReads(torch::jit::Block* block, int64_t b) {
+  forEachNode(block, [b](Node* read) {
+    if (read->kind() != c10::prim::GetAttr || !isStackedAttribute(read->output()->type())) return;
+    Graph& g = *read->owningGraph();
+    torch::jit::WithInsertPoint after(read->next());
+    Value* stacked = read->output();
+    const auto kind = stacked->type()->kind();
+    Value* member = kind == c10::TypeKind::TensorType ? g.insert(c10::aten::select, {stacked, 0, b})
+                    : kind == c10::TypeKind::ListType ? g.insert(kind::member_list(), {stacked, b})
+                                                      : g.insert(kind::member(), {stacked, b});
+    stacked->replaceAllUsesAfterNodeWith(member->node(), member);
+  });
+}
 
 void runPerMember(GraphFuser& fuser, Node* node) {
   checkNoWriteIntoUniform(fuser, node);

@@ -8,4 +8,8 @@ namespace hfta {
 
 void runPerMember(GraphFuser& fuser, torch::jit::Node* node);
 
+// Inside a block cloned for member b, a read of a stacked parameter or
+// buffer gives all B members: narrows each to member b where it is read.
+void narrowAttributeReads(torch::jit::Block* block, int64_t b);
+
 }  // namespace hfta

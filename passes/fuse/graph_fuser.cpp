@@ -7,9 +7,9 @@
 
 #include "passes/fuse/fallback.h"
 #include "passes/fuse/rules/rules.h"
+#include "passes/fuse/segment_plans.h"
 #include "passes/ir/diagnostics.h"
 #include "passes/ir/stack_members.h"
-#include "passes/ir/walk.h"
 #include "passes/ir/writes.h"
 #include "runtime/ops/op_kinds.h"
 #include "support/torch_types.h"
@@ -24,11 +24,17 @@ using torch::jit::WithInsertPoint;
 
 namespace {
 
+// The conversions on the fused plan's path (a segment's members' plan
+// reads folded values through views, which do not count).
 int64_t countLayoutConversions(Block* block) {
   int64_t count = 0;
-  forEachNode(block, [&](const Node* node) {
+  for (Node* node : block->nodes()) {
     count += node->kind() == kind::fold_channels() || node->kind() == kind::unfold_channels();
-  });
+    const bool plans = node->kind() == c10::prim::If && node->input()->node()->kind() == kind::segment_plan();
+    for (Block* inner : node->blocks()) {
+      if (!plans || inner == node->blocks()[0]) count += countLayoutConversions(inner);
+    }
+  }
   return count;
 }
 
@@ -301,7 +307,7 @@ Value* GraphFuser::memberValue(const FusedValue& value, int64_t b) {
 }
 
 std::shared_ptr<Graph> fuseMemberGraph(const Graph& tmpl, int64_t array_size, const std::vector<ValueKind>& input_kinds,
-                                       FusionReport& report) {
+                                       FusionReport& report, bool segment_plans) {
   TORCH_INTERNAL_ASSERT(input_kinds.size() == tmpl.inputs().size());
   report.array_size = array_size;
   auto fused = std::make_shared<Graph>();
@@ -313,8 +319,10 @@ std::shared_ptr<Graph> fuseMemberGraph(const Graph& tmpl, int64_t array_size, co
     fuser.bind(tmpl.inputs()[i], {in, input_kinds[i]});
   }
   // The template is not modified; Block* is non-const in the IR API only.
-  auto outputs = fuser.fuseBlock(const_cast<Graph&>(tmpl).block(), fused->block());
+  Block* body = const_cast<Graph&>(tmpl).block();
   WithInsertPoint guard(fused->block());
+  auto outputs = segment_plans ? fuseInSegments(fuser, body, planGraphKey(tmpl, array_size, input_kinds))
+                               : fuser.fuseBlock(body, fused->block());
   for (const auto& out : outputs) {
     const bool holds_tensor =
         containsTensor(out.kind == ValueKind::PerMember ? out.value->type()->expectRef<c10::ListType>().getElementType()

@@ -53,6 +53,8 @@ class GraphFuser {
   // Fuses the nodes of `tmpl` into `target` (appending before its return)
   // and returns the fused values of tmpl's outputs.
   std::vector<FusedValue> fuseBlock(torch::jit::Block* tmpl, torch::jit::Block* target);
+  // Fuses one template node at the graph's insertion point.
+  void fuseNode(torch::jit::Node* node);
 
   void bind(const torch::jit::Value* tmpl, FusedValue fused);
   const FusedValue& lookup(const torch::jit::Value* tmpl) const;
@@ -93,7 +95,6 @@ class GraphFuser {
   FusionReport& report() { return report_; }
 
  private:
-  void fuseNode(torch::jit::Node* node);
   bool isUniform(const torch::jit::Node* node) const;
   // A copy of `node` reading the fused values of its inputs, inserted.
   torch::jit::Node* insertAsIs(torch::jit::Node* node);
@@ -118,7 +119,11 @@ class GraphFuser {
 
 // Fuses `tmpl` for `array_size` members; input i of the result has kind
 // input_kinds[i] and the template input's type. Tensor outputs are Arrays.
+// With `segment_plans`, the graph runs in segments that each choose, by
+// measurement, between their fused ops and their members' own ops
+// (passes/fuse/segment_plans.h).
 std::shared_ptr<torch::jit::Graph> fuseMemberGraph(const torch::jit::Graph& tmpl, int64_t array_size,
-                                                   const std::vector<ValueKind>& input_kinds, FusionReport& report);
+                                                   const std::vector<ValueKind>& input_kinds, FusionReport& report,
+                                                   bool segment_plans = false);
 
 }  // namespace hfta

@@ -42,6 +42,14 @@ std::string FusionReport::text() const {
     out += "fused:\n";
     for (const auto& e : fused) out += entryLine(e);
   }
+  if (!segments.empty()) {
+    out += fmt::format("segments (plans measured at first use, kept under {}):\n", plan_graph);
+    for (size_t i = 0; i < segments.size(); ++i) {
+      const auto& s = segments[i];
+      out += fmt::format("  {:<3} {:<24} .. {:<24} {:>4} nodes  {}\n", i, s.first_source.empty() ? "-" : s.first_source,
+                         s.last_source.empty() ? "-" : s.last_source, s.nodes, s.plans);
+    }
+  }
   return out;
 }
 
@@ -50,7 +58,13 @@ std::string FusionReport::json() const {
                       {"uniform_nodes", uniform_nodes},
                       {"layout_conversions", layout_conversions},
                       {"fused", entriesJson(fused, "rule")},
-                      {"fallbacks", entriesJson(fallbacks, "reason")}};
+                      {"fallbacks", entriesJson(fallbacks, "reason")},
+                      {"plan_graph", plan_graph},
+                      {"segments", nlohmann::json::array()}};
+  for (const auto& s : segments) {
+    j["segments"].push_back(
+        {{"first_source", s.first_source}, {"last_source", s.last_source}, {"nodes", s.nodes}, {"plans", s.plans}});
+  }
   return j.dump(2);
 }
 

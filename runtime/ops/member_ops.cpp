@@ -173,7 +173,7 @@ std::vector<at::Tensor> stack_members_list(const c10::List<c10::List<at::Tensor>
 std::optional<at::Tensor> stack_members_optional(const c10::List<std::optional<at::Tensor>>& members) {
   std::vector<at::Tensor> slices;
   for (const std::optional<at::Tensor> m : members) {
-    if (m.has_value()) slices.push_back(*m);
+    if (m.has_value() && m->defined()) slices.push_back(*m);  // (an undefined tensor is None too)
   }
   if (slices.empty()) return std::nullopt;
   TORCH_CHECK(slices.size() == members.size(),

@@ -1,0 +1,400 @@
+#include "passes/fuse/segment_plans.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "passes/fuse/fallback.h"
+#include "passes/ir/diagnostics.h"
+#include "passes/ir/walk.h"
+#include "passes/ir/writes.h"
+#include "runtime/ops/op_kinds.h"
+#include "support/torch_types.h"
+
+namespace hfta {
+namespace {
+
+using torch::jit::Block;
+using torch::jit::Graph;
+using torch::jit::Node;
+using torch::jit::Value;
+using torch::jit::WithInsertPoint;
+
+// Every segment past the first costs a measured trial of a few steps at
+// first use (segment_plan.h) and a stack at its exit when it runs per
+// member: four let a network's early layers and late layers differ.
+constexpr size_t kMaxSegments = 4;
+
+using Segment = std::vector<Node*>;
+
+// Nodes that only name a value (constants, module attributes) run before a
+// segment's plans, where both plans see them.
+bool namesAValue(const Node* node) { return node->kind() == c10::prim::Constant || node->kind() == c10::prim::GetAttr; }
+
+// A value that carries per-sample data on: a tensor, not a parameter,
+// buffer, constant or module.
+bool carriesData(const Value* v) {
+  return containsTensor(v->type()) && v->type()->kind() != c10::TypeKind::ClassType && !namesAValue(v->node());
+}
+
+bool doesWork(const Node* node) {
+  if (namesAValue(node)) return false;
+  return std::any_of(node->outputs().begin(), node->outputs().end(),
+                     [](const Value* v) { return containsTensor(v->type()); });
+}
+
+// The node of `block` that `node` is or is nested in; nullptr outside it.
+const Node* enclosingIn(const Node* node, const Block* block) {
+  while (node != nullptr && node->owningBlock() != block) node = node->owningBlock()->owningNode();
+  return node;
+}
+
+// Cuts `block` where one tensor carries the data on, into at most
+// kMaxSegments segments of about equal work.
+std::vector<Segment> cutIntoSegments(Block* block) {
+  const std::vector<Node*> nodes(block->nodes().begin(), block->nodes().end());
+  const size_t n = nodes.size();
+  std::unordered_map<const Node*, size_t> position;
+  for (size_t i = 0; i < n; ++i) position[nodes[i]] = i;
+  // live[p]: data values defined before node p and read from node p on.
+  std::vector<int> live(n + 1, 0);
+  auto count = [&](const Value* v, size_t first_cut) {
+    if (!carriesData(v)) return;
+    std::optional<size_t> last;
+    for (const auto& use : v->uses()) {
+      const Node* user = use.user == block->return_node() ? nullptr : enclosingIn(use.user, block);
+      last = std::max(last.value_or(0), user ? position.at(user) : n);
+    }
+    for (size_t p = first_cut; last && p <= *last; ++p) ++live[p];
+  };
+  for (const Value* input : block->inputs()) count(input, 0);
+  std::vector<size_t> work(n + 1, 0);  // work[p]: nodes before p that do work
+  for (size_t i = 0; i < n; ++i) {
+    for (const Value* out : nodes[i]->outputs()) count(out, i + 1);
+    work[i + 1] = work[i] + doesWork(nodes[i]);
+  }
+  const size_t segments = std::clamp<size_t>(work[n], 1, kMaxSegments);
+  std::vector<size_t> cuts{0};
+  for (size_t j = 1; j < segments; ++j) {
+    const double target = static_cast<double>(work[n]) * j / segments;
+    std::optional<size_t> best;
+    for (size_t p = cuts.back() + 1; p < n; ++p) {
+      if (live[p] > 1 || work[p] == work[cuts.back()] || work[p] == work[n]) continue;
+      if (!best || std::abs(work[p] - target) < std::abs(work[*best] - target)) best = p;
+    }
+    if (best) cuts.push_back(*best);
+  }
+  cuts.push_back(n);
+  std::vector<Segment> out;
+  for (size_t s = 0; s + 1 < cuts.size(); ++s) out.emplace_back(nodes.begin() + cuts[s], nodes.begin() + cuts[s + 1]);
+  return out;
+}
+
+// The segment's nodes (`body`, top-level) and what crosses its edges.
+struct Edges {
+  std::vector<Value*> inputs;   // read inside, defined before
+  std::vector<Value*> outputs;  // defined inside, read after
+  // Inputs that carry data and that the segment writes in place: each
+  // member writes a copy of its slice (views of one tensor share a version
+  // counter, and autograd would see member 1's write as a change of what
+  // member 0 saved).
+  std::unordered_set<const Value*> written;
+};
+
+Edges edgesOf(const Segment& body) {
+  const Block* block = body.front()->owningBlock();
+  const std::unordered_set<const Node*> inside(body.begin(), body.end());
+  auto defined_inside = [&](const Value* v) { return inside.count(enclosingIn(v->node(), block)) > 0; };
+  Edges edges;
+  std::unordered_set<Value*> seen;
+  for (Node* node : body) {
+    auto add_inputs = [&](Node* n) {
+      for (Value* v : n->inputs()) {
+        if (!defined_inside(v) && seen.insert(v).second) edges.inputs.push_back(v);
+      }
+    };
+    add_inputs(node);
+    for (Block* inner : node->blocks()) {
+      forEachNode(inner, add_inputs);
+      add_inputs(inner->return_node());
+    }
+    for (Value* out : node->outputs()) {
+      const bool read_after = std::any_of(out->uses().begin(), out->uses().end(), [&](const torch::jit::Use& use) {
+        return use.user == block->return_node() || !inside.count(enclosingIn(use.user, block));
+      });
+      if (read_after) edges.outputs.push_back(out);
+    }
+  }
+  const std::unordered_set<const Value*> inputs(edges.inputs.begin(), edges.inputs.end());
+  auto note_writes = [&](const Node* node) {
+    for (size_t i : writtenInputs(node)) {
+      const Value* target = node->input(i);
+      if (inputs.count(target) && carriesData(target)) edges.written.insert(target);
+    }
+  };
+  for (Node* node : body) {
+    note_writes(node);
+    for (Block* inner : node->blocks()) forEachNode(inner, note_writes);
+  }
+  return edges;
+}
+
+// Why the members' own ops cannot stand in for the segment, or nullopt.
+std::optional<std::string> whyFusedOnly(const GraphFuser& fuser, const Segment& body, const Edges& edges) {
+  const std::unordered_set<Value*> before(edges.inputs.begin(), edges.inputs.end());
+  std::optional<std::string> why;
+  for (Node* top : body) {
+    auto check = [&](const Node* node) {
+      if (why) return;
+      if (node->kind() == c10::prim::SetAttr) {
+        why = fmt::format("{} sets a module attribute", describeNode(node));
+        return;
+      }
+      for (const Value* v : node->inputs()) {
+        if (fuser.isRagged(v)) {
+          why = fmt::format("{} reads tensors whose sizes differ between members", describeNode(node));
+          return;
+        }
+      }
+      for (size_t i : writtenInputs(node)) {
+        Value* target = node->input(i);
+        if (!before.count(target)) continue;
+        // A member's write reaches its slice of a per-member tensor (a view
+        // of it); into a shared value or a list, B writes would collide.
+        const auto kind = fuser.lookup(target).kind;
+        if (!isPerMemberTensor(kind) || target->type()->kind() != c10::TypeKind::TensorType) {
+          why = fmt::format("{} writes into `{}`, which is not one tensor per member", describeNode(node),
+                            target->debugName());
+          return;
+        }
+      }
+    };
+    check(top);
+    for (Block* inner : top->blocks()) forEachNode(inner, check);
+  }
+  const Block* block = body.front()->owningBlock();
+  const std::unordered_set<const Node*> inside(body.begin(), body.end());
+  for (const Value* v : edges.written) {
+    if (why) break;
+    // The members write copies: nothing after the segment may read the
+    // original, which the fused plan writes.
+    const bool read_after = std::any_of(v->uses().begin(), v->uses().end(), [&](const torch::jit::Use& use) {
+      const Node* user = enclosingIn(use.user, block);
+      return use.user == block->return_node() || (!inside.count(user) && user->isAfter(body.back()));
+    });
+    if (v->node()->kind() == c10::prim::Param || read_after) {
+      why = fmt::format("it writes `{}` in place, which {}", v->debugName(),
+                        read_after ? "is read after it" : "is an input of the model");
+    }
+  }
+  return why;
+}
+
+// The members' own ops for the segment, one member after another on its
+// slices, at the insertion point; each output in the fused plan's kind, or
+// nullopt where the members' values cannot take it.
+std::optional<std::vector<Value*>> emitMembers(GraphFuser& fuser, const Segment& body, const Edges& edges,
+                                               const std::vector<FusedValue>& fused_outputs) {
+  Graph& g = fuser.graph();
+  const int64_t array_size = fuser.arraySize();
+  // A folded input [N, B*C, *] is chunked once into the members' [N, C, *].
+  std::unordered_map<const Value*, Node*> chunks;
+  auto slice_of = [&](Value* v, int64_t b) -> Value* {
+    const FusedValue& fused = fuser.lookup(v);
+    if (fused.kind != ValueKind::Folded) return fuser.memberValue(fused, b);
+    Node*& pieces = chunks[v];
+    if (pieces == nullptr) {
+      pieces = g.createListUnpack(g.insert(c10::aten::chunk, {fused.value, array_size, 1}), array_size);
+      g.insertNode(pieces);
+    }
+    return pieces->output(b);
+  };
+  std::vector<std::vector<Value*>> members(edges.outputs.size());
+  for (int64_t b = 0; b < array_size; ++b) {
+    std::unordered_map<const Value*, Value*> env;
+    auto member_of = [&](Value* v) -> Value* {
+      auto it = env.find(v);
+      if (it != env.end()) return it->second;
+      Value* slice = slice_of(v, b);
+      return env[v] = edges.written.count(v) ? g.insert(c10::aten::clone, {slice}) : slice;
+    };
+    for (Node* node : body) {
+      Node* copy = g.insertNode(g.createClone(node, member_of));
+      for (Block* inner : copy->blocks()) narrowAttributeReads(inner, b);
+      for (size_t i = 0; i < node->outputs().size(); ++i) {
+        Value* out = copy->output(i);
+        const bool stacked = node->kind() == c10::prim::GetAttr && isStackedAttribute(out->type());
+        env[node->output(i)] = stacked ? fuser.memberValue({out, ValueKind::Array}, b) : out;
+      }
+    }
+    for (size_t i = 0; i < edges.outputs.size(); ++i) members[i].push_back(env.at(edges.outputs[i]));
+  }
+  std::vector<Value*> outputs;
+  for (size_t i = 0; i < edges.outputs.size(); ++i) {
+    const auto& type = edges.outputs[i]->type();
+    switch (fused_outputs[i].kind) {
+      case ValueKind::Uniform:  // the same in every member
+        outputs.push_back(members[i][0]);
+        break;
+      case ValueKind::Array: {
+        const FusedValue stacked = fuser.stackMembers(members[i], type);
+        if (stacked.kind != ValueKind::Array) return std::nullopt;
+        outputs.push_back(stacked.value);
+        break;
+      }
+      case ValueKind::Folded: {  // [N, C, *] each -> [N, B*C, *]
+        Value* list = g.insertNode(g.createList(c10::TensorType::get(), members[i]))->output();
+        outputs.push_back(g.insert(c10::aten::cat, {list, 1}));
+        break;
+      }
+      case ValueKind::PerMember:
+        outputs.push_back(g.insertNode(g.createList(type, members[i]))->output());
+        break;
+    }
+  }
+  return outputs;
+}
+
+std::string describeSource(const Segment& body, bool first) {
+  auto source = [](const Node* node) { return sourceLine(node); };
+  if (first) {
+    for (const Node* node : body) {
+      if (auto s = source(node); !s.empty()) return s;
+    }
+  } else {
+    for (auto it = body.rbegin(); it != body.rend(); ++it) {
+      if (auto s = source(*it); !s.empty()) return s;
+    }
+  }
+  return "";
+}
+
+class SegmentFuser {
+ public:
+  SegmentFuser(GraphFuser& fuser, std::string graph) : fuser_(fuser), g_(fuser.graph()), graph_(std::move(graph)) {}
+
+  void fuse(const Segment& segment) {
+    FusionReport::Segment entry{describeSource(segment, true), describeSource(segment, false),
+                                static_cast<int64_t>(segment.size()), "fused | members"};
+    // What only names a value runs first, seen by both plans (a name read
+    // by a node of the segment stays in order).
+    Segment body;
+    std::unordered_set<const Value*> defined_in_body;
+    for (Node* node : segment) {
+      const bool reads_body = std::any_of(node->inputs().begin(), node->inputs().end(),
+                                          [&](const Value* v) { return defined_in_body.count(v) > 0; });
+      if (namesAValue(node) && !reads_body) {
+        fuser_.fuseNode(node);
+        continue;
+      }
+      body.push_back(node);
+      defined_in_body.insert(node->outputs().begin(), node->outputs().end());
+    }
+    if (std::none_of(body.begin(), body.end(), doesWork)) {
+      for (Node* node : body) fuser_.fuseNode(node);
+      return;
+    }
+    const Edges edges = edgesOf(body);
+    if (auto why = whyFusedOnly(fuser_, body, edges)) {
+      for (Node* node : body) fuser_.fuseNode(node);
+      entry.plans = "fused: " + *why;
+      fuser_.report().segments.push_back(entry);
+      return;
+    }
+    if (!emitBothPlans(body, edges)) entry.plans = "fused: its values cannot be stacked from the members' own";
+    fuser_.report().segments.push_back(entry);
+  }
+
+  // Numbers the plan ops now that their count is known.
+  void finish() {
+    for (size_t i = 0; i < plan_ops_.size(); ++i) {
+      WithInsertPoint before(plan_ops_[i]);
+      plan_ops_[i]->replaceInput(1, g_.insertConstant(static_cast<int64_t>(i)));
+      plan_ops_[i]->replaceInput(2, g_.insertConstant(static_cast<int64_t>(plan_ops_.size())));
+    }
+  }
+
+ private:
+  bool emitBothPlans(const Segment& body, const Edges& edges) {
+    // The first plan op is the graph's clock and reads the shapes its
+    // choices are for.
+    std::vector<Value*> shapes;
+    for (Value* v : plan_ops_.empty() ? edges.inputs : std::vector<Value*>{}) {
+      const FusedValue& fused = fuser_.lookup(v);
+      if (isPerMemberTensor(fused.kind) && fused.value->type()->kind() == c10::TypeKind::TensorType) {
+        shapes.push_back(fused.value);
+      }
+    }
+    Value* list = g_.insertNode(g_.createList(c10::TensorType::get(), shapes))->output();
+    Value* use_fused = g_.insert(kind::segment_plan(), {graph_, int64_t{0}, int64_t{0}, list});
+    Node* choice = g_.insertNode(g_.create(c10::prim::If, {use_fused}, 0));
+    Block* fused_block = choice->addBlock();
+    Block* members_block = choice->addBlock();
+    std::vector<FusedValue> fused_outputs;
+    {
+      WithInsertPoint in(fused_block);
+      for (Node* node : body) fuser_.fuseNode(node);
+      for (Value* out : edges.outputs) fused_outputs.push_back(fuser_.lookup(out));
+    }
+    const bool ragged = std::any_of(body.begin(), body.end(), [&](const Node* node) {
+      return std::any_of(node->outputs().begin(), node->outputs().end(),
+                         [&](const Value* v) { return fuser_.isRagged(v); });
+    });
+    std::optional<std::vector<Value*>> member_outputs;
+    if (!ragged) {
+      WithInsertPoint in(members_block);
+      member_outputs = emitMembers(fuser_, body, edges, fused_outputs);
+    }
+    std::vector<c10::TypePtr> types;
+    for (size_t i = 0; member_outputs && i < fused_outputs.size(); ++i) {
+      auto type = c10::unifyTypes(fused_outputs[i].value->type(), (*member_outputs)[i]->type());
+      if (!type) member_outputs.reset();
+      types.push_back(type.value_or(nullptr));
+    }
+    if (!member_outputs) {  // the fused plan alone, in place of the choice
+      for (auto it = fused_block->nodes().begin(); it != fused_block->nodes().end();) (*it++)->moveBefore(choice);
+      fuser_.discard(choice);
+      use_fused->node()->destroy();
+      list->node()->destroy();
+      return false;
+    }
+    for (size_t i = 0; i < fused_outputs.size(); ++i) {
+      fused_block->registerOutput(fused_outputs[i].value);
+      members_block->registerOutput((*member_outputs)[i]);
+      fuser_.bind(edges.outputs[i], {choice->addOutput()->setType(types[i]), fused_outputs[i].kind});
+    }
+    plan_ops_.push_back(use_fused->node());
+    return true;
+  }
+
+  GraphFuser& fuser_;
+  Graph& g_;
+  std::string graph_;
+  std::vector<Node*> plan_ops_;
+};
+
+}  // namespace
+
+std::vector<FusedValue> fuseInSegments(GraphFuser& fuser, Block* tmpl, const std::string& graph) {
+  fuser.report().plan_graph = graph;
+  SegmentFuser segments(fuser, graph);
+  for (const Segment& segment : cutIntoSegments(tmpl)) segments.fuse(segment);
+  segments.finish();
+  std::vector<FusedValue> outputs;
+  for (Value* v : tmpl->outputs()) outputs.push_back(fuser.lookup(v));
+  return outputs;
+}
+
+std::string planGraphKey(const Graph& tmpl, int64_t array_size, const std::vector<ValueKind>& input_kinds) {
+  std::string text = tmpl.toString(false) + fmt::format("|B={}|", array_size);
+  for (const auto kind : input_kinds) text += std::to_string(static_cast<int>(kind));
+  uint64_t hash = 14695981039346656037ULL;  // FNV-1a: the same in every process and build
+  for (const unsigned char c : text) hash = (hash ^ c) * 1099511628211ULL;
+  return fmt::format("{:016x}", hash);
+}
+
+}  // namespace hfta
