@@ -201,17 +201,27 @@ std::optional<std::vector<Value*>> emitMembers(GraphFuser& fuser, const Segment&
                                                const std::vector<FusedValue>& fused_outputs) {
   Graph& g = fuser.graph();
   const int64_t array_size = fuser.arraySize();
-  // A folded input [N, B*C, *] is chunked once into the members' [N, C, *].
-  std::unordered_map<const Value*, Node*> chunks;
+  // A tensor input is split once into its members' tensors: a stacked one
+  // [B, *] unbound (whose backward stacks the B gradients once, where B
+  // selects would each scatter into a zero tensor of all members), a
+  // folded one [N, B*C, *] chunked into the members' [N, C, *]; each made
+  // contiguous, so that a member's ops see the memory layout, and take
+  // the kernels, they take alone.
+  std::unordered_map<const Value*, std::vector<Value*>> pieces_of;
   auto slice_of = [&](Value* v, int64_t b) -> Value* {
     const FusedValue& fused = fuser.lookup(v);
-    if (fused.kind != ValueKind::Folded) return fuser.memberValue(fused, b);
-    Node*& pieces = chunks[v];
-    if (pieces == nullptr) {
-      pieces = g.createListUnpack(g.insert(c10::aten::chunk, {fused.value, array_size, 1}), array_size);
-      g.insertNode(pieces);
+    const bool tensor = fused.value->type()->kind() == c10::TypeKind::TensorType;
+    if (!tensor || !isPerMemberTensor(fused.kind)) return fuser.memberValue(fused, b);
+    auto& pieces = pieces_of[v];
+    if (pieces.empty()) {
+      const bool folded = fused.kind == ValueKind::Folded;
+      Value* list = folded ? g.insert(c10::aten::chunk, {fused.value, array_size, 1})
+                           : g.insert(c10::aten::unbind, {fused.value, 0});
+      for (Value* piece : g.insertNode(g.createListUnpack(list, array_size))->outputs()) {
+        pieces.push_back(g.insert(c10::aten::contiguous, {piece}));  // (free where it already is)
+      }
     }
-    return pieces->output(b);
+    return pieces[b];
   };
   std::vector<std::vector<Value*>> members(edges.outputs.size());
   for (int64_t b = 0; b < array_size; ++b) {

@@ -79,7 +79,8 @@ def _member(model, b, example_inputs):
 
 
 def fuse(models: Sequence[Model], *, shared_input: bool = False, report: bool = False,
-         allow_single_member: bool = True, example_inputs: Optional[Tuple[Any, ...]] = None):
+         allow_single_member: bool = True, example_inputs: Optional[Tuple[Any, ...]] = None,
+         segment_plans: bool = True):
     """The fused module of `models`: what hfta-fuse writes, made in this
     process. Members are all paths (TorchScript .pt, torch.export .pt2) or
     all objects: ScriptModules, ExportedPrograms (or (train, eval) pairs of
@@ -93,7 +94,11 @@ def fuse(models: Sequence[Model], *, shared_input: bool = False, report: bool = 
     returns (module, FusionReport). Raises FusionError (a ValueError) with
     the message hfta-fuse prints when the members do not match. An array of
     one member is allowed (an array that shrank, a baseline); hfta-fuse
-    refuses one as a likely mistake, as allow_single_member=False does."""
+    refuses one as a likely mistake, as allow_single_member=False does.
+    Each segment of the fused graph measures, in the first training steps,
+    whether its fused ops or the members' own ops run faster, and keeps the
+    faster (the same results either way); segment_plans=False runs the
+    fused ops everywhere."""
     models = list(models)
     if not models:
         raise FusionError("no models to fuse")
@@ -102,10 +107,11 @@ def fuse(models: Sequence[Model], *, shared_input: bool = False, report: bool = 
         raise FusionError("give all models as modules or all as paths, not a mix")
     if all(paths):
         module, text, report_json = _C.fuse_files([os.fspath(m) for m in models], shared_input,
-                                                  allow_single_member)
+                                                  allow_single_member, segment_plans)
     else:
         modules, sources = zip(*[_member(m, b, example_inputs) for b, m in enumerate(models)])
-        module, text, report_json = _C.fuse(list(modules), list(sources), shared_input, allow_single_member)
+        module, text, report_json = _C.fuse(list(modules), list(sources), shared_input, allow_single_member,
+                                            segment_plans)
     fused = torch.jit._recursive.wrap_cpp_module(module)
     if not report:
         return fused

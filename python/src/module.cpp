@@ -19,10 +19,11 @@ py::tuple resultTuple(const FusionResult& result) {
   return py::make_tuple(result.module, result.report.text(), result.report.json());
 }
 
-FuseOptions options(bool shared_input, bool allow_single_member) {
+FuseOptions options(bool shared_input, bool allow_single_member, bool segment_plans) {
   FuseOptions o;
   o.shared_input = shared_input;
   o.allow_single_member = allow_single_member;
+  o.segment_plans = segment_plans;
   return o;
 }
 
@@ -32,26 +33,27 @@ void bindFusion(py::module_& m) {
   m.def(
       "fuse",
       [](const std::vector<torch::jit::Module>& modules, const std::vector<std::string>& sources, bool shared_input,
-         bool allow_single_member) {
+         bool allow_single_member, bool segment_plans) {
         std::vector<Member> members;
         for (size_t b = 0; b < modules.size(); ++b) members.push_back({modules[b], sources.at(b)});
         const auto result = [&] {
           py::gil_scoped_release released;  // fusion matches and copies members on threads of its own
-          return fuse(members, options(shared_input, allow_single_member));
+          return fuse(members, options(shared_input, allow_single_member, segment_plans));
         }();
         return resultTuple(result);
       },
-      py::arg("modules"), py::arg("sources"), py::arg("shared_input"), py::arg("allow_single_member"));
+      py::arg("modules"), py::arg("sources"), py::arg("shared_input"), py::arg("allow_single_member"),
+      py::arg("segment_plans"));
   m.def(
       "fuse_files",
-      [](const std::vector<std::string>& paths, bool shared_input, bool allow_single_member) {
+      [](const std::vector<std::string>& paths, bool shared_input, bool allow_single_member, bool segment_plans) {
         const auto result = [&] {
           py::gil_scoped_release released;
-          return fuseFiles(paths, options(shared_input, allow_single_member));
+          return fuseFiles(paths, options(shared_input, allow_single_member, segment_plans));
         }();
         return resultTuple(result);
       },
-      py::arg("paths"), py::arg("shared_input"), py::arg("allow_single_member"));
+      py::arg("paths"), py::arg("shared_input"), py::arg("allow_single_member"), py::arg("segment_plans"));
   m.def(
       "load_exported",
       [](const py::bytes& archive, const std::string& source, int64_t index) {

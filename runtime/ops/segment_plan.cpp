@@ -1,7 +1,9 @@
 #include "runtime/ops/segment_plan.h"
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
+#ifdef HFTA_WITH_CUDA
+#include <ATen/cuda/CUDAContext.h>
+#endif
 
 #include <algorithm>
 #include <chrono>
@@ -137,8 +139,10 @@ Tuning& tuningFor(GraphState& g, const std::string& graph, int64_t segments, con
   Tuning& t = it->second;
   if (!fresh) return t;
   const auto device = inputs.empty() ? c10::Device(c10::kCPU) : inputs.front().device();
-  t.cache_key = fmt::format("segment_plan {} {} {} ({})", graph, autotune::machine(device),
-                            autotune::recordsGradients() ? "train" : "forward", fmt::join(tensors, ","));
+  uint64_t shapes = 14695981039346656037ULL;  // FNV-1a of the input shapes: a short key
+  for (const int64_t v : tensors) shapes = (shapes ^ static_cast<uint64_t>(v)) * 1099511628211ULL;
+  t.cache_key = fmt::format("segment_plan {} {} {} {:016x}", graph, autotune::machine(device),
+                            autotune::recordsGradients() ? "train" : "forward", shapes);
   if (const auto path = autotune::cachePath(); !path.empty()) {
     const auto cache = readCacheFile(path);
     const auto entry = cache.find(t.cache_key);
@@ -151,8 +155,17 @@ Tuning& tuningFor(GraphState& g, const std::string& graph, int64_t segments, con
   return t;
 }
 
+// Waits for the step in flight on a GPU, so that the clock charges its
+// kernels and not only their launches (while tuning only).
+void waitForDevice(const std::vector<at::Tensor>& inputs) {
+#ifdef HFTA_WITH_CUDA
+  if (!inputs.empty() && inputs.front().is_cuda()) at::cuda::device_synchronize();
+#endif
+}
+
 // The clock: the first plan op of a graph, once per step.
 void startStep(GraphState& g, const std::string& graph, int64_t segments, const std::vector<at::Tensor>& inputs) {
+  if (g.timing != nullptr) waitForDevice(inputs);
   const auto now = Clock::now();
   if (g.timing != nullptr && g.timing_bucket != Bucket::Untimed) {
     const double seconds = std::chrono::duration<double>(now - g.started).count();
@@ -223,6 +236,17 @@ std::vector<Decision> decisions(const std::string& graph) {
     if (t.decided && !listed) out.push_back({t.cache_key, t.best, t.trials});
   }
   return out;
+}
+
+bool settled() {
+  auto& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  for (const auto& [graph, g] : s.graphs) {
+    for (const auto& [signature, t] : g.tunings) {
+      if (!t.decided) return false;
+    }
+  }
+  return true;
 }
 
 void forget() {

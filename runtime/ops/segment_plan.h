@@ -51,6 +51,10 @@ struct Decision {
 };
 std::vector<Decision> decisions(const std::string& graph);
 
+// Whether every race this process started has ended (a benchmark's warm-up
+// runs steps until it has).
+bool settled();
+
 // Forgets what was measured in this process (the cache file stays).
 void forget();
 
