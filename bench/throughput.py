@@ -13,12 +13,15 @@ The ways run in alternating rounds (every way once per round, the order
 kept), so that machine noise hits them alike; the median round counts.
 Forms: which form the autotuner (runtime/ops/autotune.h) chose for each fused
 convolution and linear shape of each model, measured afresh in OUT/hfta-cache (or
-kept in $HFTA_CACHE_DIR when set), in OUT/forms.csv and results.md.
+kept in $HFTA_CACHE_DIR when set), in OUT/forms.csv and results.md; and which
+plan each segment of the fused graph took (runtime/ops/segment_plan.h: its
+fused ops or the members' own, raced on the first call of the first round),
+with every trial's step time, in OUT/forms.csv and results.md.
 Memory: the peak of tensor memory while training (bench/peak_memory.h: ATen's
 CPU allocator counted, or CUDA's max_memory_allocated) of the fused array
 against B times one member's (run as hfta runs, with the simple executor; and
 under the profiling executor), each in a process of its own.
-Writes OUT/results.csv, OUT/memory.csv, OUT/results.md and OUT/throughput.png
+Writes OUT/results.csv, OUT/memory.csv, OUT/forms.csv, OUT/results.md and OUT/throughput.png
 (throughput relative to serial, against B, one panel per model).
 
 .venv/bin/python bench/throughput.py --quick                 # a sanity run, < 5 minutes on 2 cores
@@ -189,8 +192,48 @@ def cached_forms():
     return forms
 
 
-def forms_lines(args, chosen):
-    """forms.csv, and the lines of its table in results.md: per model, how many shapes of each op took each form."""
+def cached_plans():
+    """{key: (plans, [(trial plans, median step seconds)])} of the segment plans decided so far
+    (runtime/ops/segment_plan.h), from the same cache file."""
+    path = os.path.join(ENV["HFTA_CACHE_DIR"], "forms.json")
+    if not os.path.exists(path):
+        return {}
+    with open(path) as f:
+        entries = json.load(f)
+    return {key: (entry["plans"], [(t["plans"], t["median_seconds"]) for t in entry.get("trials", [])])
+            for key, entry in entries.items() if key.startswith("segment_plan ") and isinstance(entry, dict)}
+
+
+def plans_lines(plans):
+    """The lines of the table of segment plans in results.md: the plan each segment of the fused graph took
+    (F its fused ops, M the members' own ops) and every trial's median step time."""
+    return ["", "Segment plans the fused arrays took (runtime/ops/segment_plan.h: per segment, F its fused ops, "
+            "M the members' own ops; raced on a copy at the first call; forms.csv has each):", "",
+            "| model | B | plans | trials (median forward + backward, ms) |", "| --- | --- | --- | --- |"] + [
+        f"| {model} | {b} | {chosen} | " + ", ".join(f"{p} {t * 1e3:.1f}" for p, t in trials) + " |"
+        for (model, b), decided in plans.items() for chosen, trials in decided.values()]
+
+
+def against_lines(rows):
+    """The lines of the table of hfta against the best other way and the dense bound, per model and B."""
+    others = ["serial", "concurrent", "eager", "vmap"]
+    lines = ["", "hfta against the best other way of training the B members, and against the dense bound (one "
+             "member at B times the batch):", "",
+             "| model | B | hfta / best other (which) | hfta / dense |", "| --- | --- | --- | --- |"]
+    for model, b in sorted({(r["model"], r["B"]) for r in rows}, key=lambda k: (list(MODELS).index(k[0]), k[1])):
+        cells = {r["mode"]: r["rate"] for r in rows if r["model"] == model and r["B"] == b}
+        if "hfta" not in cells:
+            continue
+        best = max((m for m in others if m in cells), key=lambda m: cells[m], default=None)
+        vs_best = f"{cells['hfta'] / cells[best]:.2f}x ({best})" if best else "-"
+        vs_dense = f"{cells['hfta'] / cells['dense']:.2f}x" if "dense" in cells else "-"
+        lines.append(f"| {model} | {b} | {vs_best} | {vs_dense} |")
+    return lines
+
+
+def forms_lines(args, chosen, plans):
+    """forms.csv (each op shape's form, and each fused graph's segment plans with every trial's median step
+    seconds), and the lines of its table in results.md: per model, how many shapes of each op took each form."""
     columns = [("conv", "grouped"), ("conv", "per-member"), ("conv", "channels-last"),
                ("linear", "batched"), ("linear", "per-member")]
     with open(os.path.join(args.out, "forms.csv"), "w", newline="") as f:
@@ -199,6 +242,10 @@ def forms_lines(args, chosen):
         for model, forms in chosen.items():
             for key, form in sorted(forms.items()):
                 writer.writerow([model, key, form])
+        for (model, _), decided in plans.items():
+            for key, (chosen_plans, trials) in sorted(decided.items()):
+                writer.writerow([model, key, f"plans {chosen_plans}; trials " +
+                                 " ".join(f"{p}:{t:.6f}" for p, t in trials)])
 
     def count(forms, op, name):
         return sum(1 for key, form in forms.items() if key.startswith(f"hfta::{op}|") and form == name)
@@ -238,7 +285,7 @@ def memory_lines(args, memories):
         f"| {m['member_profiling_bytes'] / mib:.2f} |" for m in memories]
 
 
-def write_outputs(args, rows, memories, chosen, environment):
+def write_outputs(args, rows, memories, chosen, plans, environment):
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "results.csv"), "w", newline="") as f:
         writer = csv.writer(f)
@@ -256,10 +303,14 @@ def write_outputs(args, rows, memories, chosen, environment):
         lines.append(f"| {model} | {b} | {next(iter(cells.values()))['batch']} | " +
                      " | ".join(f"{cells[m]['rate']:.0f} ({cells[m]['ratio']:.2f}x)" if m in cells else "fails"
                                 for m in modes) + " |")
+    if "hfta" in modes:
+        lines += against_lines(rows)
     if memories:
         lines += memory_lines(args, memories)
-    if any(chosen.values()):
-        lines += forms_lines(args, chosen)
+    if any(chosen.values()) or any(plans.values()):
+        lines += forms_lines(args, chosen, plans)
+    if any(plans.values()):
+        lines += plans_lines(plans)
     with open(os.path.join(args.out, "results.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     print("\n".join(lines))
@@ -324,7 +375,7 @@ def main():
     import torch
     environment = (f"Device {args.device} ({processor(args.device)}){f', {args.amp} autocast' if args.amp else ''}, "
                    f"{args.threads} threads, torch {torch.__version__}, {time.strftime('%Y-%m-%d')}.")
-    rows, memories, chosen = [], [], {}
+    rows, memories, chosen, plans = [], [], {}, {}
     if "HFTA_CACHE_DIR" not in os.environ:  # this run's own choices, measured afresh
         ENV["HFTA_CACHE_DIR"] = os.path.join(os.path.abspath(args.out), "hfta-cache")
         shutil.rmtree(ENV["HFTA_CACHE_DIR"], ignore_errors=True)
@@ -335,8 +386,10 @@ def main():
             arrays = [int(b) for b in args.arrays.split(",")]
         known = cached_forms()
         for b in arrays:
+            known_plans = cached_plans()
             with tempfile.TemporaryDirectory() as workdir:
                 rates, memory = measure(args, model, b, workdir)
+            plans[(model, b)] = {k: v for k, v in cached_plans().items() if k not in known_plans}
             if memory:
                 memories.append({"model": model, "B": b, **memory})
             serial = statistics.median(rates["serial"]) if "serial" in rates else float("nan")
@@ -347,7 +400,7 @@ def main():
             print(f"[{time.time() - started:6.0f} s] {model} B={b}: " +
                   ", ".join(f"{m} {statistics.median(v):.0f}/s" for m, v in rates.items()), flush=True)
         chosen[model] = {k: v for k, v in cached_forms().items() if k not in known}
-    write_outputs(args, rows, memories, chosen, environment)
+    write_outputs(args, rows, memories, chosen, plans, environment)
 
 
 if __name__ == "__main__":

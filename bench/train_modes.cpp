@@ -36,7 +36,6 @@
 #include "bench/peak_memory.h"
 #include "hfta/hfta.h"
 #include "runtime/ops/autocast.h"
-#include "runtime/ops/segment_plan.h"
 #include "runtime/optim/grad_scaler.h"
 #include "runtime/optim/optimizers.h"
 #include "support/allocator.h"
@@ -44,10 +43,6 @@
 namespace {
 
 constexpr double kLr = 0.01, kMomentum = 0.9;
-// More steps than a race of four segments takes (segment_plan.h: 2 + 1 +
-// 6 for fused against members, then 6 per segment flipped): a race always
-// ends before the timed steps.
-constexpr int kMaxPlanSteps = 64;
 
 std::vector<at::Tensor> parametersOf(const torch::jit::Module& m) {
   std::vector<at::Tensor> params;
@@ -268,11 +263,6 @@ int main(int argc, char** argv) {
       if (cuda) torch::cuda::synchronize();
     };
     for (const auto& [mode, way] : ways) run(way, warmup);
-    // The fused array's segments race their plans in its first steps
-    // (runtime/ops/segment_plan.h): the timed steps start after the race.
-    if (ways.count("hfta")) {
-      for (int i = 0; i < kMaxPlanSteps && !hfta::segment_plan::settled(); ++i) run(ways.at("hfta"), 1);
-    }
     nlohmann::json result;
     for (int r = 0; r < rounds; ++r) {
       for (const auto& mode : modes) {

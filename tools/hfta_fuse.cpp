@@ -17,7 +17,7 @@ std::string measuredPlans(const hfta::FusionReport& report) {
   if (report.segments.empty()) return "";
   const auto decisions = hfta::segment_plan::decisions(report.plan_graph);
   if (decisions.empty()) {
-    return "plans: none measured on this machine yet (the first training steps time them; F fused, M members)\n";
+    return "plans: none measured on this machine yet (the first call times them; F fused, M members)\n";
   }
   std::string out = "plans measured (F fused, M members; median step time of each trial):\n";
   for (const auto& d : decisions) {
@@ -44,8 +44,8 @@ int main(int argc, char** argv) {
   app.add_option("-o,--output", output, "where to write the fused module (.pt)")->required();
   app.add_flag("--shared-input", shared_input, "all members see one shared input (forward takes it unstacked)");
   app.add_flag("--no-segment-plans", no_segment_plans,
-               "run the fused ops everywhere (by default each segment of the graph measures, in the first "
-               "training steps, whether its fused ops or the members' own ops run faster)");
+               "run the fused ops everywhere (by default the first call measures, for each segment of the "
+               "graph, whether its fused ops or the members' own ops run faster)");
   app.add_flag("--report", report,
                "print what was fused and what fell back, and why, and the segments' plans measured on this "
                "machine so far");

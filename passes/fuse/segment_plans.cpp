@@ -154,6 +154,13 @@ std::optional<std::string> whyFusedOnly(const GraphFuser& fuser, const Segment& 
         why = fmt::format("{} sets a module attribute", describeNode(node));
         return;
       }
+      if (node->isNondeterministic()) {
+        // The members would draw other numbers than the fused op draws for
+        // them (one [B, ...] draw against B draws): a run would then depend
+        // on which plan its steps took, and a seed would not reproduce it.
+        why = fmt::format("{} draws random numbers", describeNode(node));
+        return;
+      }
       for (const Value* v : node->inputs()) {
         if (fuser.isRagged(v)) {
           why = fmt::format("{} reads tensors whose sizes differ between members", describeNode(node));
@@ -330,17 +337,13 @@ class SegmentFuser {
 
  private:
   bool emitBothPlans(const Segment& body, const Edges& edges) {
-    // The first plan op is the graph's clock and reads the shapes its
-    // choices are for.
-    std::vector<Value*> shapes;
-    for (Value* v : plan_ops_.empty() ? edges.inputs : std::vector<Value*>{}) {
-      const FusedValue& fused = fuser_.lookup(v);
-      if (isPerMemberTensor(fused.kind) && fused.value->type()->kind() == c10::TypeKind::TensorType) {
-        shapes.push_back(fused.value);
-      }
-    }
-    Value* list = g_.insertNode(g_.createList(c10::TensorType::get(), shapes))->output();
-    Value* use_fused = g_.insert(kind::segment_plan(), {graph_, int64_t{0}, int64_t{0}, list});
+    // The first plan op chooses for the call (segment_plan.h): it reads the
+    // module and its forward's inputs, which its race runs copies of.
+    Value* self = g_.inputs().at(0);
+    std::vector<Value*> inputs;
+    if (plan_ops_.empty()) inputs.assign(g_.inputs().begin() + 1, g_.inputs().end());
+    Value* list = g_.insertNode(g_.createList(c10::AnyType::get(), inputs))->output();
+    Value* use_fused = g_.insert(kind::segment_plan(), {graph_, int64_t{0}, int64_t{0}, self, list});
     Node* choice = g_.insertNode(g_.create(c10::prim::If, {use_fused}, 0));
     Block* fused_block = choice->addBlock();
     Block* members_block = choice->addBlock();

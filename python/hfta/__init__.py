@@ -95,10 +95,10 @@ def fuse(models: Sequence[Model], *, shared_input: bool = False, report: bool = 
     the message hfta-fuse prints when the members do not match. An array of
     one member is allowed (an array that shrank, a baseline); hfta-fuse
     refuses one as a likely mistake, as allow_single_member=False does.
-    Each segment of the fused graph measures, in the first training steps,
-    whether its fused ops or the members' own ops run faster, and keeps the
-    faster (the same results either way); segment_plans=False runs the
-    fused ops everywhere."""
+    On its first call the fused module measures, for each segment of its
+    graph, whether its fused ops or the members' own ops run faster (on a
+    copy of itself) and keeps the faster, the same results either way;
+    segment_plans=False runs the fused ops everywhere."""
     models = list(models)
     if not models:
         raise FusionError("no models to fuse")

@@ -180,9 +180,12 @@ std::optional<at::Tensor> stack_members_optional(const c10::List<std::optional<a
 // two sharing memory (members that share a parameter must not be fused);
 // a group of Nones is stackable, a group mixing None and tensors is not.
 bool stackable(const c10::List<std::optional<at::Tensor>>& tensors, int64_t array_size, bool distinct);
-// Whether segment `segment` (of `segments`) of the fused graph `graph` runs
-// its fused plan this call, else its members' ops (segment_plan.h).
-bool segment_plan(std::string graph, int64_t segment, int64_t segments, at::TensorList inputs);
+// hfta::segment_plan(str graph, int segment, int segments, Any self, Any[]
+// inputs) -> bool, boxed: whether segment `segment` (of `segments`) of the
+// fused graph `graph` runs its fused plan this call, else its members' ops
+// (segment_plan.h; the first segment's call passes the module and its
+// forward's inputs).
+void segment_plan(const c10::OperatorHandle& op, torch::jit::Stack* stack);
 
 // Recurrent layers (aten::lstm, gru, rnn_tanh, rnn_relu) over stacked
 // members: input [B|1, T, N, I] ([B|1, N, T, I] batch-first), states

@@ -1,20 +1,25 @@
 #include "runtime/ops/segment_plan.h"
 
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
 #include <fmt/format.h>
+#include <torch/csrc/autograd/autograd.h>
+#include <torch/csrc/jit/api/module.h>
 #ifdef HFTA_WITH_CUDA
 #include <ATen/cuda/CUDAContext.h>
+#include <ATen/cuda/CUDAGeneratorImpl.h>
 #endif
 
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
-#include <deque>
 #include <map>
 #include <mutex>
 #include <unordered_map>
 
 #include "runtime/ops/autotune.h"
 #include "runtime/ops/ops.h"
+#include "runtime/ops/sync_batch_norm.h"
 #include "support/measurement_cache.h"
 #include "support/user_error.h"
 
@@ -23,39 +28,19 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Steps run fused before anything is timed: the fused ops time their own
-// forms in their first call (autotune.h), which no plan should be charged.
-constexpr int kWarmupSteps = 2;
-// Timed steps per plan and trial, alternating with the best plan so far so
-// that a machine slowing down or speeding up hits both: the median of 3
-// shrugs off one step another process slowed.
-constexpr int kSamples = 3;
+// Timed runs of each mix after a warm-up: the median of 3 shrugs off one
+// run another process slowed.
+constexpr int kRepeats = 3;
 
-// One step of a tuning: the plans it runs, and which median it counts for.
-enum class Bucket { Untimed, Best, Trial };
-struct Step {
+struct Decided {
   std::string plans;
-  Bucket bucket;
-};
-
-// The race of one signature (graph, shapes, grad mode).
-struct Tuning {
-  bool decided = false;
-  std::string best;       // the decision, or the best so far
-  std::string trial;      // the plans racing it now
-  int64_t next_flip = 0;  // the segment whose plan the next trial flips
-  std::deque<Step> queue;
-  std::vector<double> best_seconds, trial_seconds;
-  std::vector<std::pair<std::string, double>> trials;
+  Trials trials;
   std::string cache_key;
 };
 
 struct GraphState {
-  std::string current;       // the plans of the step in progress
-  Tuning* timing = nullptr;  // the tuning charged for the step in progress
-  Bucket timing_bucket = Bucket::Untimed;
-  Clock::time_point started;
-  std::map<std::vector<int64_t>, Tuning> tunings;
+  std::string current;  // the plans of the call in progress
+  std::map<std::vector<int64_t>, Decided> decided;
 };
 
 struct State {
@@ -69,6 +54,10 @@ State& state() {
   return s;
 }
 
+// The mix a race runs now on this thread (the copy's plan ops read it), or
+// nullptr.
+thread_local const std::string* racing = nullptr;
+
 std::optional<Plan> forcedFromEnvironment() {
   const char* env = std::getenv("HFTA_SEGMENT_PLAN");
   if (env == nullptr || *env == '\0') return std::nullopt;
@@ -81,109 +70,194 @@ std::optional<Plan> forcedFromEnvironment() {
                   value));
 }
 
-double median(std::vector<double> seconds) {
-  std::nth_element(seconds.begin(), seconds.begin() + seconds.size() / 2, seconds.end());
-  return seconds[seconds.size() / 2];
+// Detached copies of the tensors in `v` (in lists and tuples too): the
+// race's runs must not reach the caller's autograd graph.
+c10::IValue detached(const c10::IValue& v) {
+  if (v.isTensor()) return v.toTensor().detach();
+  if (v.isTuple()) {
+    std::vector<c10::IValue> elements;
+    for (const auto& e : v.toTupleRef().elements()) elements.push_back(detached(e));
+    return c10::ivalue::Tuple::create(std::move(elements));
+  }
+  if (v.isTensorList()) {
+    c10::List<at::Tensor> list;
+    for (const at::Tensor& t : v.toTensorList()) list.push_back(t.detach());
+    return list;
+  }
+  return v;
 }
 
-void queueRace(Tuning& t) {
-  for (int i = 0; i < kSamples; ++i) {
-    t.queue.push_back({t.best, Bucket::Best});
-    t.queue.push_back({t.trial, Bucket::Trial});
+void collectFloating(const c10::IValue& v, std::vector<at::Tensor>& out) {
+  if (v.isTensor()) {
+    const auto& t = v.toTensor();
+    if (t.defined() && t.is_floating_point() && t.requires_grad()) out.push_back(t);
+  } else if (v.isTuple()) {
+    for (const auto& e : v.toTupleRef().elements()) collectFloating(e, out);
+  } else if (v.isTensorList()) {
+    for (const at::Tensor& t : v.toTensorList()) collectFloating(t, out);
+  } else if (v.isList()) {
+    for (const auto& e : v.toListRef()) collectFloating(e, out);
   }
 }
 
-void decide(Tuning& t) {
-  t.decided = true;
-  const auto path = autotune::cachePath();
-  if (path.empty()) return;
-  nlohmann::json trials = nlohmann::json::array();
-  for (const auto& [plans, seconds] : t.trials) trials.push_back({{"plans", plans}, {"median_step_seconds", seconds}});
-  updateCacheFile(path, t.cache_key, {{"plans", t.best}, {"trials", trials}});
-}
-
-// Fills the queue with the next trial's steps, or decides.
-void advance(Tuning& t, int64_t segments) {
-  if (t.best.empty()) {  // a new race: fused everywhere against the members everywhere
-    t.best = std::string(segments, 'F');
-    t.trial = std::string(segments, 'M');
-    for (int i = 0; i < kWarmupSteps; ++i) t.queue.push_back({t.best, Bucket::Untimed});
-    t.queue.push_back({t.trial, Bucket::Untimed});  // the members' first step allocates
-    queueRace(t);
-    return;
-  }
-  const double best = median(t.best_seconds), trial = median(t.trial_seconds);
-  if (t.trials.empty()) t.trials.emplace_back(t.best, best);
-  t.trials.emplace_back(t.trial, trial);
-  if (trial < best) t.best = t.trial;
-  t.best_seconds.clear();
-  t.trial_seconds.clear();
-  // One segment alone decides nothing more; otherwise each segment in turn
-  // tries the other plan against the best so far.
-  if (segments == 1 || t.next_flip == segments) {
-    decide(t);
-    return;
-  }
-  t.trial = t.best;
-  t.trial[t.next_flip] = t.best[t.next_flip] == 'F' ? 'M' : 'F';
-  ++t.next_flip;
-  queueRace(t);
-}
-
-Tuning& tuningFor(GraphState& g, const std::string& graph, int64_t segments, const std::vector<at::Tensor>& inputs) {
-  std::vector<int64_t> signature{autotune::recordsGradients()};
-  autotune::Memo::Signature tensors;
-  for (const auto& t : inputs) autotune::appendTensor(tensors, t);
-  signature.insert(signature.end(), tensors.begin(), tensors.end());
-  auto [it, fresh] = g.tunings.try_emplace(signature);
-  Tuning& t = it->second;
-  if (!fresh) return t;
-  const auto device = inputs.empty() ? c10::Device(c10::kCPU) : inputs.front().device();
-  uint64_t shapes = 14695981039346656037ULL;  // FNV-1a of the input shapes: a short key
-  for (const int64_t v : tensors) shapes = (shapes ^ static_cast<uint64_t>(v)) * 1099511628211ULL;
-  t.cache_key = fmt::format("segment_plan {} {} {} {:016x}", graph, autotune::machine(device),
-                            autotune::recordsGradients() ? "train" : "forward", shapes);
-  if (const auto path = autotune::cachePath(); !path.empty()) {
-    const auto cache = readCacheFile(path);
-    const auto entry = cache.find(t.cache_key);
-    if (entry != cache.end() && entry->contains("plans") && (*entry)["plans"].is_string() &&
-        (*entry)["plans"].get<std::string>().size() == static_cast<size_t>(segments)) {
-      t.best = (*entry)["plans"].get<std::string>();
-      t.decided = true;
+void waitForDevice(const std::vector<c10::IValue>& inputs) {
+#ifdef HFTA_WITH_CUDA
+  for (const auto& v : inputs) {
+    if (v.isTensor() && v.toTensor().is_cuda()) {
+      at::cuda::device_synchronize();
+      return;
     }
   }
-  return t;
-}
-
-// Waits for the step in flight on a GPU, so that the clock charges its
-// kernels and not only their launches (while tuning only).
-void waitForDevice(const std::vector<at::Tensor>& inputs) {
-#ifdef HFTA_WITH_CUDA
-  if (!inputs.empty() && inputs.front().is_cuda()) at::cuda::device_synchronize();
+#else
+  (void)inputs;
 #endif
 }
 
-// The clock: the first plan op of a graph, once per step.
-void startStep(GraphState& g, const std::string& graph, int64_t segments, const std::vector<at::Tensor>& inputs) {
-  if (g.timing != nullptr) waitForDevice(inputs);
-  const auto now = Clock::now();
-  if (g.timing != nullptr && g.timing_bucket != Bucket::Untimed) {
-    const double seconds = std::chrono::duration<double>(now - g.started).count();
-    (g.timing_bucket == Bucket::Best ? g.timing->best_seconds : g.timing->trial_seconds).push_back(seconds);
+// The random generators' state, put back when it goes: the race's runs draw
+// (dropout), training must draw what it would have drawn without them.
+class KeepRandomState {
+ public:
+  KeepRandomState() : cpu_(at::detail::getDefaultCPUGenerator().get_state()) {
+#ifdef HFTA_WITH_CUDA
+    for (c10::DeviceIndex d = 0; d < at::cuda::device_count(); ++d) {
+      cuda_.push_back(at::cuda::detail::getDefaultCUDAGenerator(d).get_state());
+    }
+#endif
   }
-  g.timing = nullptr;
-  Tuning& t = tuningFor(g, graph, segments, inputs);
-  if (!t.decided && t.queue.empty()) advance(t, segments);
-  if (t.decided) {
-    g.current = t.best;
-    return;
+  ~KeepRandomState() {
+    auto cpu = at::detail::getDefaultCPUGenerator();  // (a handle: set_state is not const)
+    cpu.set_state(cpu_);
+#ifdef HFTA_WITH_CUDA
+    for (size_t d = 0; d < cuda_.size(); ++d) {
+      auto cuda = at::cuda::detail::getDefaultCUDAGenerator(static_cast<c10::DeviceIndex>(d));
+      cuda.set_state(cuda_[d]);
+    }
+#endif
   }
-  const Step step = t.queue.front();
-  t.queue.pop_front();
-  g.current = step.plans;
-  g.timing = &t;
-  g.timing_bucket = step.bucket;
-  g.started = now;
+  KeepRandomState(const KeepRandomState&) = delete;
+  KeepRandomState& operator=(const KeepRandomState&) = delete;
+
+ private:
+  at::Tensor cpu_;
+  std::vector<at::Tensor> cuda_;
+};
+
+// The median seconds of a forward (and backward, when gradients are
+// recorded) of a copy of `module` on `inputs` with the plans `plans`;
+// negative if it throws.
+double timeMix(const torch::jit::Module& copy, const std::vector<c10::IValue>& inputs, const std::string& plans) {
+  const std::string* outer = racing;
+  racing = &plans;
+  std::vector<double> seconds;
+  try {
+    for (int r = 0; r <= kRepeats; ++r) {  // the first run warms up
+      const auto start = Clock::now();
+      auto out = const_cast<torch::jit::Module&>(copy).forward(inputs);
+      std::vector<at::Tensor> outputs;
+      if (autotune::recordsGradients()) collectFloating(out, outputs);
+      if (!outputs.empty()) {
+        at::Tensor total = outputs[0].sum().to(at::kFloat);
+        for (size_t i = 1; i < outputs.size(); ++i) total = total + outputs[i].sum().to(at::kFloat);
+        total.backward();
+      }
+      waitForDevice(inputs);
+      if (r > 0) seconds.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+    }
+  } catch (const std::exception&) {
+    racing = outer;
+    return -1;  // a mix that cannot run is never chosen
+  }
+  racing = outer;
+  std::sort(seconds.begin(), seconds.end());
+  return seconds[seconds.size() / 2];
+}
+
+// The race for one signature, on a copy of the module.
+std::string raceOnACopy(int64_t segments, const c10::IValue& self, const std::vector<c10::IValue>& inputs,
+                        Trials& trials) {
+  if (!self.isObject()) return std::string(segments, 'F');
+  const KeepRandomState keep;
+  const torch::jit::Module copy = torch::jit::Module(self.toObject()).deepcopy();
+  // deepcopy clones, and a clone of a parameter passes gradients back to
+  // it: the copy's parameters become leaves of their own.
+  for (at::Tensor p : copy.parameters()) {
+    const bool grad = p.requires_grad();
+    p.detach_().requires_grad_(grad);
+  }
+  std::vector<c10::IValue> copies;
+  for (const auto& v : inputs) copies.push_back(detached(v));
+  return race(
+      segments, [&](const std::string& plans) { return timeMix(copy, copies, plans); }, trials);
+}
+
+std::vector<int64_t> signatureOf(const std::vector<c10::IValue>& inputs) {
+  autotune::Memo::Signature shapes;
+  for (const auto& v : inputs) {
+    if (v.isTensor()) autotune::appendTensor(shapes, v.toTensor());
+  }
+  std::vector<int64_t> signature{autotune::recordsGradients()};
+  signature.insert(signature.end(), shapes.begin(), shapes.end());
+  return signature;
+}
+
+std::string cacheKey(const std::string& graph, const std::vector<int64_t>& signature,
+                     const std::vector<c10::IValue>& inputs) {
+  c10::Device device(c10::kCPU);
+  for (const auto& v : inputs) {
+    if (v.isTensor()) {
+      device = v.toTensor().device();
+      break;
+    }
+  }
+  uint64_t shapes = 14695981039346656037ULL;  // FNV-1a of the signature: a short key
+  for (size_t i = 1; i < signature.size(); ++i)
+    shapes = (shapes ^ static_cast<uint64_t>(signature[i])) * 1099511628211ULL;
+  return fmt::format("segment_plan {} {} {} {:016x}", graph, autotune::machine(device),
+                     signature[0] != 0 ? "train" : "forward", shapes);
+}
+
+std::optional<std::string> cached(const std::string& key, int64_t segments) {
+  const auto path = autotune::cachePath();
+  if (path.empty()) return std::nullopt;
+  const auto cache = readCacheFile(path);
+  const auto entry = cache.find(key);
+  if (entry == cache.end() || !entry->contains("plans") || !(*entry)["plans"].is_string()) return std::nullopt;
+  auto plans = (*entry)["plans"].get<std::string>();
+  if (plans.size() != static_cast<size_t>(segments)) return std::nullopt;
+  return plans;
+}
+
+void store(const std::string& key, const Decided& d) {
+  const auto path = autotune::cachePath();
+  if (path.empty()) return;
+  nlohmann::json trials = nlohmann::json::array();
+  for (const auto& [plans, seconds] : d.trials) trials.push_back({{"plans", plans}, {"median_seconds", seconds}});
+  updateCacheFile(path, key, {{"plans", d.plans}, {"trials", trials}});
+}
+
+// The plans of a call of the graph's first plan op: decided before, in the
+// cache, or raced now.
+std::string plansFor(const std::string& graph, int64_t segments, const c10::IValue& self,
+                     const std::vector<c10::IValue>& inputs) {
+  auto& s = state();
+  const auto signature = signatureOf(inputs);
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    auto& decided = s.graphs[graph].decided;
+    if (const auto it = decided.find(signature); it != decided.end()) return it->second.plans;
+  }
+  Decided d;
+  d.cache_key = cacheKey(graph, signature, inputs);
+  if (auto plans = cached(d.cache_key, segments)) {
+    d.plans = *plans;
+  } else {
+    // (Outside the lock: the copy's forward calls the plan ops.)
+    d.plans = raceOnACopy(segments, self, inputs, d.trials);
+    store(d.cache_key, d);
+  }
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.graphs[graph].decided.emplace(signature, d);
+  return d.plans;
 }
 
 }  // namespace
@@ -201,15 +275,46 @@ void setForced(std::optional<Plan> plan) {
   s.forced = plan;
 }
 
-bool useFused(const std::string& graph, int64_t segment, int64_t segments, const std::vector<at::Tensor>& inputs) {
+std::string race(int64_t segments, const std::function<double(const std::string&)>& seconds, Trials& trials) {
+  auto faster = [](double a, double b) { return a >= 0 && (b < 0 || a < b); };
+  std::string best(segments, 'F');
+  double best_seconds = seconds(best);
+  trials.emplace_back(best, best_seconds);
+  auto attempt = [&](const std::string& plans) {
+    const double t = seconds(plans);
+    trials.emplace_back(plans, t);
+    if (faster(t, best_seconds)) {
+      best = plans;
+      best_seconds = t;
+    }
+  };
+  attempt(std::string(segments, 'M'));
+  // One segment alone decides nothing more; otherwise each segment in turn
+  // tries the other plan against the best so far.
+  for (int64_t i = 0; segments > 1 && i < segments; ++i) {
+    std::string flipped = best;
+    flipped[i] = best[i] == 'F' ? 'M' : 'F';
+    attempt(flipped);
+  }
+  return best;
+}
+
+bool useFused(const std::string& graph, int64_t segment, int64_t segments, const c10::IValue& self,
+              const std::vector<c10::IValue>& inputs) {
+  // The members' batch norms are ATen's, which know nothing of the ranks.
+  if (ops::batchNormSynchronized()) return true;
   if (const auto plan = forced()) return *plan == Plan::Fused;
   if (!autotune::enabled()) return true;
+  if (racing != nullptr) return racing->size() != static_cast<size_t>(segments) || (*racing)[segment] == 'F';
   auto& s = state();
+  if (segment == 0) {
+    auto plans = plansFor(graph, segments, self, inputs);
+    std::lock_guard<std::mutex> lock(s.mutex);
+    s.graphs[graph].current = std::move(plans);
+  }
   std::lock_guard<std::mutex> lock(s.mutex);
-  GraphState& g = s.graphs[graph];
-  if (segment == 0) startStep(g, graph, segments, inputs);
-  if (g.current.size() != static_cast<size_t>(segments) || segment >= segments) return true;
-  return g.current[segment] == 'F';
+  const auto& current = s.graphs[graph].current;
+  return current.size() != static_cast<size_t>(segments) || segment >= segments || current[segment] == 'F';
 }
 
 std::vector<Decision> decisions(const std::string& graph) {
@@ -221,7 +326,7 @@ std::vector<Decision> decisions(const std::string& graph) {
       if (key.rfind(prefix, 0) != 0 || !entry.contains("plans") || !entry["plans"].is_string()) continue;
       Decision d{key, entry["plans"].get<std::string>(), {}};
       for (const auto& trial : entry.value("trials", nlohmann::json::array())) {
-        d.trials.emplace_back(trial.value("plans", ""), trial.value("median_step_seconds", 0.0));
+        d.trials.emplace_back(trial.value("plans", ""), trial.value("median_seconds", 0.0));
       }
       out.push_back(std::move(d));
     }
@@ -230,23 +335,12 @@ std::vector<Decision> decisions(const std::string& graph) {
   std::lock_guard<std::mutex> lock(s.mutex);
   const auto it = s.graphs.find(graph);
   if (it == s.graphs.end()) return out;
-  for (const auto& [signature, t] : it->second.tunings) {
+  for (const auto& [signature, d] : it->second.decided) {
     const bool listed =
-        std::any_of(out.begin(), out.end(), [&](const Decision& d) { return d.signature == t.cache_key; });
-    if (t.decided && !listed) out.push_back({t.cache_key, t.best, t.trials});
+        std::any_of(out.begin(), out.end(), [&](const Decision& listed) { return listed.signature == d.cache_key; });
+    if (!listed) out.push_back({d.cache_key, d.plans, d.trials});
   }
   return out;
-}
-
-bool settled() {
-  auto& s = state();
-  std::lock_guard<std::mutex> lock(s.mutex);
-  for (const auto& [graph, g] : s.graphs) {
-    for (const auto& [signature, t] : g.tunings) {
-      if (!t.decided) return false;
-    }
-  }
-  return true;
 }
 
 void forget() {
@@ -259,8 +353,15 @@ void forget() {
 
 namespace hfta::ops {
 
-bool segment_plan(std::string graph, int64_t segment, int64_t segments, at::TensorList inputs) {
-  return segment_plan::useFused(graph, segment, segments, inputs.vec());
+void segment_plan(const c10::OperatorHandle& /*op*/, torch::jit::Stack* stack) {
+  std::vector<c10::IValue> inputs;
+  for (const auto& v : stack->back().toListRef()) inputs.push_back(v);
+  const c10::IValue self = (*stack)[stack->size() - 2];
+  const int64_t segments = (*stack)[stack->size() - 3].toInt();
+  const int64_t segment = (*stack)[stack->size() - 4].toInt();
+  const std::string graph((*stack)[stack->size() - 5].toStringRef());
+  torch::jit::drop(*stack, 5);
+  stack->emplace_back(segment_plan::useFused(graph, segment, segments, self, inputs));
 }
 
 }  // namespace hfta::ops

@@ -5,27 +5,33 @@
 //   Fused   — the fused ops (grouped convolutions, batched matmuls, one
 //             batch norm over B*C channels), today's forms;
 //   Members — the members' own ops, one member after another on contiguous
-//             per-member tensors: unbound at the segment's entry, stacked
-//             at its exit.
+//             per-member tensors: split at the segment's entry, stacked at
+//             its exit.
 //
 // Both compute the same function; which is faster depends on the shapes and
 // the machine (a chain of small ops can run faster per member than through
-// the folded layout's copies). The choice is measured at first use, forward
-// and backward, as the op forms are (runtime/ops/autotune.h): the graph's
-// first plan op is its clock, and the time from one of its calls to the
-// next (one training step: forward, backward, the optimizer, the loop) is
-// charged to the plans of that call. After a warm-up the fused plans race
-// the members' plans, then each segment in turn tries the other plan
-// against the best so far; the winner is kept for the graph, the input
-// shapes, dtype, device, grad mode and machine, in memory and in forms.json.
-// Training goes on the whole time: every plan gives the same results.
+// the folded layout's copies). The choice is measured at first use, as the
+// op forms are (runtime/ops/autotune.h), and like them on copies, so that
+// it never changes what training computes: the graph's first plan op, on
+// its first call for a signature (input shapes, dtype, device, grad mode),
+// runs a copy of the module's forward (and backward, when gradients are
+// recorded) on detached copies of the inputs, with the random generators'
+// state restored after, once per candidate mix of plans: fused everywhere
+// against the members everywhere, then each segment flipped against the
+// best so far (a warm-up, then the median of 3). The fastest mix is kept
+// for the graph, the signature and the machine, in memory and in
+// forms.json, and the call goes on with it.
 //
 // HFTA_AUTOTUNE=0 keeps the heuristic (Fused everywhere); HFTA_SEGMENT_PLAN
 // = fused | members forces one plan everywhere (tests run every plan).
-#include <ATen/core/Tensor.h>
+// Batch norm synchronized across ranks (sync_batch_norm.h) runs fused: the
+// members' own batch norms are ATen's, which know nothing of the ranks.
+#include <ATen/core/ivalue.h>
 
+#include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace hfta::segment_plan {
@@ -37,23 +43,29 @@ std::optional<Plan> forced();
 void setForced(std::optional<Plan> plan);
 
 // The kernel of hfta::segment_plan: whether segment `segment` of the graph
-// `graph` (of `segments` with a plan) runs fused this call. `inputs` (the
-// first segment's) say which shapes the choice is for.
-bool useFused(const std::string& graph, int64_t segment, int64_t segments, const std::vector<at::Tensor>& inputs);
+// `graph` (of `segments` with a plan) runs fused this call. The first
+// segment's call passes the module (`self`) and its forward's inputs, which
+// the race runs copies of.
+bool useFused(const std::string& graph, int64_t segment, int64_t segments, const c10::IValue& self,
+              const std::vector<c10::IValue>& inputs);
+
+// A race's trials: the plans of each segment ('F' fused, 'M' members) and
+// their time.
+using Trials = std::vector<std::pair<std::string, double>>;
+// The race itself, over `seconds` (the time of one run of a mix of plans;
+// negative where the mix failed): the fastest mix found, every trial in
+// `trials`.
+std::string race(int64_t segments, const std::function<double(const std::string&)>& seconds, Trials& trials);
 
 // What was decided for a graph, in forms.json and in this process: per
-// signature, the plan of each segment ('F' fused, 'M' members) and the
-// median step seconds of every trial, for reports.
+// signature, the plan of each segment and the median seconds of every
+// trial, for reports.
 struct Decision {
   std::string signature;
   std::string plans;
-  std::vector<std::pair<std::string, double>> trials;  // plans tried, median seconds
+  Trials trials;
 };
 std::vector<Decision> decisions(const std::string& graph);
-
-// Whether every race this process started has ended (a benchmark's warm-up
-// runs steps until it has).
-bool settled();
 
 // Forgets what was measured in this process (the cache file stays).
 void forget();
