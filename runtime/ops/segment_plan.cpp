@@ -322,7 +322,8 @@ std::vector<Decision> decisions(const std::string& graph) {
   // Those of earlier processes (forms.json), then this one's own.
   const std::string prefix = fmt::format("segment_plan {} ", graph);
   if (const auto path = autotune::cachePath(); !path.empty()) {
-    for (const auto& [key, entry] : readCacheFile(path).items()) {
+    const auto cache = readCacheFile(path);  // (items() of a temporary would dangle)
+    for (const auto& [key, entry] : cache.items()) {
       if (key.rfind(prefix, 0) != 0 || !entry.contains("plans") || !entry["plans"].is_string()) continue;
       Decision d{key, entry["plans"].get<std::string>(), {}};
       for (const auto& trial : entry.value("trials", nlohmann::json::array())) {
