@@ -281,6 +281,8 @@ std::string race(int64_t segments, const std::function<double(const std::string&
   double best_seconds = seconds(best);
   trials.emplace_back(best, best_seconds);
   auto attempt = [&](const std::string& plans) {
+    const bool tried = std::any_of(trials.begin(), trials.end(), [&](const auto& t) { return t.first == plans; });
+    if (tried) return;  // (flipping a segment back can give a mix tried already)
     const double t = seconds(plans);
     trials.emplace_back(plans, t);
     if (faster(t, best_seconds)) {

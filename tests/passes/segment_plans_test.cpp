@@ -158,7 +158,10 @@ TEST_F(SegmentPlans, TheFirstCallRacesOnACopyAndLeavesTrainingAsItWas) {
   const auto choosing = static_cast<size_t>(std::count_if(report.segments.begin(), report.segments.end(),
                                                           [](const auto& s) { return s.plans == "fused | members"; }));
   EXPECT_EQ(decisions[0].plans.size(), choosing);
-  EXPECT_EQ(decisions[0].trials.size(), choosing + 2);  // both everywhere, then each segment flipped
+  // Both everywhere, then each segment flipped (a mix tried already is not
+  // timed again).
+  EXPECT_LE(decisions[0].trials.size(), choosing + 2);
+  EXPECT_GE(decisions[0].trials.size(), 2u);
 
   segment_plan::forget();  // as a new process: the plans come from forms.json
   const auto [again, cached] = train();
