@@ -47,12 +47,6 @@ bool doesWork(const Node* node) {
                      [](const Value* v) { return containsTensor(v->type()); });
 }
 
-// The node of `block` that `node` is or is nested in; nullptr outside it.
-const Node* enclosingIn(const Node* node, const Block* block) {
-  while (node != nullptr && node->owningBlock() != block) node = node->owningBlock()->owningNode();
-  return node;
-}
-
 // Cuts `block` where one tensor carries the data on, into at most
 // kMaxSegments segments of about equal work.
 std::vector<Segment> cutIntoSegments(Block* block) {
@@ -66,7 +60,7 @@ std::vector<Segment> cutIntoSegments(Block* block) {
     if (!carriesData(v)) return;
     std::optional<size_t> last;
     for (const auto& use : v->uses()) {
-      const Node* user = use.user == block->return_node() ? nullptr : enclosingIn(use.user, block);
+      const Node* user = use.user == block->return_node() ? nullptr : enclosingNodeIn(use.user, block);
       last = std::max(last.value_or(0), user ? position.at(user) : n);
     }
     for (size_t p = first_cut; last && p <= *last; ++p) ++live[p];
@@ -108,23 +102,26 @@ struct Edges {
 Edges edgesOf(const Segment& body) {
   const Block* block = body.front()->owningBlock();
   const std::unordered_set<const Node*> inside(body.begin(), body.end());
-  auto defined_inside = [&](const Value* v) { return inside.count(enclosingIn(v->node(), block)) > 0; };
+  auto defined_inside = [&](const Value* v) { return inside.count(enclosingNodeIn(v->node(), block)) > 0; };
   Edges edges;
   std::unordered_set<Value*> seen;
   for (Node* node : body) {
+    // What the node and the nodes of its blocks read, their blocks'
+    // outputs included, at any depth.
     auto add_inputs = [&](Node* n) {
-      for (Value* v : n->inputs()) {
-        if (!defined_inside(v) && seen.insert(v).second) edges.inputs.push_back(v);
-      }
+      auto add = [&](Node* reader) {
+        for (Value* v : reader->inputs()) {
+          if (!defined_inside(v) && seen.insert(v).second) edges.inputs.push_back(v);
+        }
+      };
+      add(n);
+      for (Block* inner : n->blocks()) add(inner->return_node());
     };
     add_inputs(node);
-    for (Block* inner : node->blocks()) {
-      forEachNode(inner, add_inputs);
-      add_inputs(inner->return_node());
-    }
+    for (Block* inner : node->blocks()) forEachNode(inner, add_inputs);
     for (Value* out : node->outputs()) {
       const bool read_after = std::any_of(out->uses().begin(), out->uses().end(), [&](const torch::jit::Use& use) {
-        return use.user == block->return_node() || !inside.count(enclosingIn(use.user, block));
+        return use.user == block->return_node() || !inside.count(enclosingNodeIn(use.user, block));
       });
       if (read_after) edges.outputs.push_back(out);
     }
@@ -190,7 +187,7 @@ std::optional<std::string> whyFusedOnly(const GraphFuser& fuser, const Segment& 
     // The members write copies: nothing after the segment may read the
     // original, which the fused plan writes.
     const bool read_after = std::any_of(v->uses().begin(), v->uses().end(), [&](const torch::jit::Use& use) {
-      const Node* user = enclosingIn(use.user, block);
+      const Node* user = enclosingNodeIn(use.user, block);
       return use.user == block->return_node() || (!inside.count(user) && user->isAfter(body.back()));
     });
     if (v->node()->kind() == c10::prim::Param || read_after) {
@@ -230,15 +227,20 @@ std::optional<std::vector<Value*>> emitMembers(GraphFuser& fuser, const Segment&
     }
     return pieces[b];
   };
+  // Every input is split at the segment's entry, before any member's
+  // nodes: split where a member first reads it, inside a torch.no_grad()
+  // region of the segment, a slice would carry no gradient to what follows.
+  std::vector<std::unordered_map<const Value*, Value*>> envs(array_size);
+  for (int64_t b = 0; b < array_size; ++b) {
+    for (Value* v : edges.inputs) {
+      Value* slice = slice_of(v, b);
+      envs[b][v] = edges.written.count(v) ? g.insert(c10::aten::clone, {slice}) : slice;
+    }
+  }
   std::vector<std::vector<Value*>> members(edges.outputs.size());
   for (int64_t b = 0; b < array_size; ++b) {
-    std::unordered_map<const Value*, Value*> env;
-    auto member_of = [&](Value* v) -> Value* {
-      auto it = env.find(v);
-      if (it != env.end()) return it->second;
-      Value* slice = slice_of(v, b);
-      return env[v] = edges.written.count(v) ? g.insert(c10::aten::clone, {slice}) : slice;
-    };
+    auto& env = envs[b];
+    auto member_of = [&](Value* v) { return env.at(v); };
     for (Node* node : body) {
       Node* copy = g.insertNode(g.createClone(node, member_of));
       for (Block* inner : copy->blocks()) narrowAttributeReads(inner, b);

@@ -17,6 +17,13 @@ void forEachNode(torch::jit::Block* block, const Fn& fn) {
   }
 }
 
+// The node of `block` that `node` is or is nested in; nullptr if `node` is
+// outside `block`.
+inline const torch::jit::Node* enclosingNodeIn(const torch::jit::Node* node, const torch::jit::Block* block) {
+  while (node != nullptr && node->owningBlock() != block) node = node->owningBlock()->owningNode();
+  return node;
+}
+
 // Whether pred(node) holds for some node of `block` or of its nested blocks.
 template <typename Pred>
 bool anyNode(const torch::jit::Block* block, const Pred& pred) {

@@ -27,6 +27,7 @@
 #include <algorithm>
 
 #include "passes/fuse/rules/rules.h"
+#include "passes/ir/walk.h"
 #include "runtime/ops/op_kinds.h"
 
 namespace hfta {
@@ -35,13 +36,6 @@ namespace {
 using torch::jit::Block;
 using torch::jit::Node;
 using torch::jit::Value;
-
-// The node of `block` that `node` is or is nested in; nullptr if `node` is
-// outside `block`.
-const Node* enclosingNodeIn(const Node* node, const Block* block) {
-  while (node != nullptr && node->owningBlock() != block) node = node->owningBlock()->owningNode();
-  return node;
-}
 
 // True if the node reading `use` may keep a view of the value it reads
 // (its schema gives the argument an alias set, or it has no schema).
