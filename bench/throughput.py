@@ -16,7 +16,7 @@ convolution and linear shape of each model, measured afresh in OUT/hfta-cache (o
 kept in $HFTA_CACHE_DIR when set), in OUT/forms.csv and results.md; and which
 plan each segment of the fused graph took (runtime/ops/segment_plan.h: its
 fused ops or the members' own, raced on the first call of the first round),
-with every trial's step time, in OUT/forms.csv and results.md.
+with every trial's forward + backward time, in OUT/forms.csv and results.md.
 Memory: the peak of tensor memory while training (bench/peak_memory.h: ATen's
 CPU allocator counted, or CUDA's max_memory_allocated) of the fused array
 against B times one member's (run as hfta runs, with the simple executor; and
@@ -177,15 +177,19 @@ def measure(args, model, array_size, workdir):
     return rates, memory
 
 
-def cached_forms():
-    """{key: chosen form name} of the autotuner's cache (runtime/ops/autotune.h)."""
+def cache_entries():
+    """The entries of the autotuner's cache file (forms.json in HFTA_CACHE_DIR): op forms and segment plans."""
     path = os.path.join(ENV["HFTA_CACHE_DIR"], "forms.json")
     if not os.path.exists(path):
         return {}
     with open(path) as f:
-        entries = json.load(f)
+        return json.load(f)
+
+
+def cached_forms():
+    """{key: chosen form name} of the autotuner's cache (runtime/ops/autotune.h)."""
     forms = {}
-    for key, entry in entries.items():
+    for key, entry in cache_entries().items():
         names = next((part[len("forms "):].split(",") for part in key.split("|") if part.startswith("forms ")), None)
         if names and isinstance(entry, dict) and entry.get("form", -1) < len(names):
             forms[key] = names[entry["form"]]
@@ -193,20 +197,15 @@ def cached_forms():
 
 
 def cached_plans():
-    """{key: (plans, [(trial plans, median step seconds)])} of the segment plans decided so far
-    (runtime/ops/segment_plan.h), from the same cache file."""
-    path = os.path.join(ENV["HFTA_CACHE_DIR"], "forms.json")
-    if not os.path.exists(path):
-        return {}
-    with open(path) as f:
-        entries = json.load(f)
+    """{key: (plans, [(trial plans, median seconds)])} of the segment plans decided so far
+    (runtime/ops/segment_plan.h)."""
     return {key: (entry["plans"], [(t["plans"], t["median_seconds"]) for t in entry.get("trials", [])])
-            for key, entry in entries.items() if key.startswith("segment_plan ") and isinstance(entry, dict)}
+            for key, entry in cache_entries().items() if key.startswith("segment_plan ") and isinstance(entry, dict)}
 
 
 def plans_lines(plans):
     """The lines of the table of segment plans in results.md: the plan each segment of the fused graph took
-    (F its fused ops, M the members' own ops) and every trial's median step time."""
+    (F its fused ops, M the members' own ops) and every trial's median forward + backward time."""
     return ["", "Segment plans the fused arrays took (runtime/ops/segment_plan.h: per segment, F its fused ops, "
             "M the members' own ops; raced on a copy at the first call; forms.csv has each):", "",
             "| model | B | plans | trials (median forward + backward, ms) |", "| --- | --- | --- | --- |"] + [
@@ -232,7 +231,7 @@ def against_lines(rows):
 
 
 def forms_lines(args, chosen, plans):
-    """forms.csv (each op shape's form, and each fused graph's segment plans with every trial's median step
+    """forms.csv (each op shape's form, and each fused graph's segment plans with every trial's median
     seconds), and the lines of its table in results.md: per model, how many shapes of each op took each form."""
     columns = [("conv", "grouped"), ("conv", "per-member"), ("conv", "channels-last"),
                ("linear", "batched"), ("linear", "per-member")]

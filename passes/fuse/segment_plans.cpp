@@ -13,6 +13,7 @@
 #include "passes/ir/walk.h"
 #include "passes/ir/writes.h"
 #include "runtime/ops/op_kinds.h"
+#include "support/stable_hash.h"
 #include "support/torch_types.h"
 
 namespace hfta {
@@ -24,9 +25,9 @@ using torch::jit::Node;
 using torch::jit::Value;
 using torch::jit::WithInsertPoint;
 
-// Every segment past the first costs a measured trial of a few steps at
-// first use (segment_plan.h) and a stack at its exit when it runs per
-// member: four let a network's early layers and late layers differ.
+// Every segment past the first costs one more trial of the race at first
+// use (segment_plan.h) and a stack at its exit when it runs per member:
+// four let a network's early layers and late layers differ.
 constexpr size_t kMaxSegments = 4;
 
 using Segment = std::vector<Node*>;
@@ -278,18 +279,15 @@ std::optional<std::vector<Value*>> emitMembers(GraphFuser& fuser, const Segment&
   return outputs;
 }
 
+// The user's source line of the segment's first (or last) node that has one.
 std::string describeSource(const Segment& body, bool first) {
-  auto source = [](const Node* node) { return sourceLine(node); };
+  auto has_source = [](const Node* node) { return !sourceLine(node).empty(); };
   if (first) {
-    for (const Node* node : body) {
-      if (auto s = source(node); !s.empty()) return s;
-    }
-  } else {
-    for (auto it = body.rbegin(); it != body.rend(); ++it) {
-      if (auto s = source(*it); !s.empty()) return s;
-    }
+    const auto it = std::find_if(body.begin(), body.end(), has_source);
+    return it == body.end() ? "" : sourceLine(*it);
   }
-  return "";
+  const auto it = std::find_if(body.rbegin(), body.rend(), has_source);
+  return it == body.rend() ? "" : sourceLine(*it);
 }
 
 class SegmentFuser {
@@ -407,9 +405,7 @@ std::vector<FusedValue> fuseInSegments(GraphFuser& fuser, Block* tmpl, const std
 std::string planGraphKey(const Graph& tmpl, int64_t array_size, const std::vector<ValueKind>& input_kinds) {
   std::string text = tmpl.toString(false) + fmt::format("|B={}|", array_size);
   for (const auto kind : input_kinds) text += std::to_string(static_cast<int>(kind));
-  uint64_t hash = 14695981039346656037ULL;  // FNV-1a: the same in every process and build
-  for (const unsigned char c : text) hash = (hash ^ c) * 1099511628211ULL;
-  return fmt::format("{:016x}", hash);
+  return fmt::format("{:016x}", StableHash().add(text).value());
 }
 
 }  // namespace hfta

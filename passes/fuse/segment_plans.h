@@ -3,7 +3,7 @@
 // compute the same function, chosen at run time by measurement
 // (runtime/ops/segment_plan.h):
 //
-//   %fused = hfta::segment_plan(%graph, %i, %count, %inputs)
+//   %fused = hfta::segment_plan(%graph, %i, %count, %self, %inputs)
 //   %y = prim::If(%fused)
 //     block0(): ... the segment's fused ops ...           -> (%y_fused)
 //     block1(): ... member 0's own ops on its slices ...
@@ -13,9 +13,11 @@
 // Segments end where one tensor carries the computation on (a fold point:
 // between layers, not inside a residual block), at most kMaxSegments of
 // about equal work. A segment whose members' ops cannot stand in (it sets a
-// module attribute, writes into a value the members share, or makes
-// tensors whose sizes differ between members) is emitted fused only; the
-// report says why.
+// module attribute, draws random numbers, writes into a value the members
+// share, or makes tensors whose sizes differ between members) is emitted
+// fused only; the report says why. The first segment's plan op reads the
+// module and its forward's inputs (%self, %inputs), which the runtime's
+// race runs copies of; the others read neither.
 #include <string>
 #include <vector>
 

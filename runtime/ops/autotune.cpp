@@ -61,22 +61,6 @@ void loadLocked(State& s) {
   }
 }
 
-// The median time of `run` over kRepeats runs after a warm-up, or the time
-// of the first run that is hopeless against `best` (a median already taken).
-double medianSeconds(const std::function<void()>& run, std::optional<double> best) {
-  using Clock = std::chrono::steady_clock;
-  run();  // warm-up: first-use allocations, kernel selection
-  std::vector<double> times;
-  for (int r = 0; r < kRepeats; ++r) {
-    const auto start = Clock::now();
-    run();
-    times.push_back(std::chrono::duration<double>(Clock::now() - start).count());
-    if (best && times.back() > kHopeless * *best) return times.back();
-  }
-  std::nth_element(times.begin(), times.begin() + kRepeats / 2, times.end());
-  return times[kRepeats / 2];
-}
-
 }  // namespace
 
 bool enabled() {
@@ -126,6 +110,20 @@ std::string machine(const c10::Device& device) {
 #else
   return "cuda";  // (a build without CUDA runs nothing there)
 #endif
+}
+
+double medianSeconds(const std::function<void()>& run, std::optional<double> best) {
+  using Clock = std::chrono::steady_clock;
+  run();  // warm-up: first-use allocations, kernel selection
+  std::vector<double> times;
+  for (int r = 0; r < kRepeats; ++r) {
+    const auto start = Clock::now();
+    run();
+    times.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+    if (best && times.back() > kHopeless * *best) return times.back();
+  }
+  std::nth_element(times.begin(), times.begin() + kRepeats / 2, times.end());
+  return times[kRepeats / 2];
 }
 
 bool recordsGradients() { return at::GradMode::is_enabled() && !c10::InferenceMode::is_enabled(); }

@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -63,6 +64,11 @@ class Memo {
 // Appends what a signature needs of a tensor: its sizes (and their count),
 // dtype and device.
 void appendTensor(Memo::Signature& signature, const at::Tensor& t);
+
+// The median seconds of `run` over 3 runs after a warm-up, or the time of
+// the first run that is hopeless (3x) against `best`, a median already
+// taken: how choose() times each candidate.
+double medianSeconds(const std::function<void()>& run, std::optional<double> best = std::nullopt);
 
 // Whether a fused op called now is differentiated (GradMode on, not in
 // inference mode): its forms are then timed forward and backward, and the

@@ -11,7 +11,6 @@
 #endif
 
 #include <algorithm>
-#include <chrono>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -21,16 +20,11 @@
 #include "runtime/ops/ops.h"
 #include "runtime/ops/sync_batch_norm.h"
 #include "support/measurement_cache.h"
+#include "support/stable_hash.h"
 #include "support/user_error.h"
 
 namespace hfta::segment_plan {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-// Timed runs of each mix after a warm-up: the median of 3 shrugs off one
-// run another process slowed.
-constexpr int kRepeats = 3;
 
 struct Decided {
   std::string plans;
@@ -143,15 +137,14 @@ class KeepRandomState {
 };
 
 // The median seconds of a forward (and backward, when gradients are
-// recorded) of a copy of `module` on `inputs` with the plans `plans`;
-// negative if it throws.
+// recorded) of a copy of `module` on `inputs` with the plans `plans`, timed
+// as the op forms are; negative if it throws.
 double timeMix(const torch::jit::Module& copy, const std::vector<c10::IValue>& inputs, const std::string& plans) {
   const std::string* outer = racing;
   racing = &plans;
-  std::vector<double> seconds;
+  double seconds = -1;  // a mix that cannot run is never chosen
   try {
-    for (int r = 0; r <= kRepeats; ++r) {  // the first run warms up
-      const auto start = Clock::now();
+    seconds = autotune::medianSeconds([&] {
       auto out = const_cast<torch::jit::Module&>(copy).forward(inputs);
       std::vector<at::Tensor> outputs;
       if (autotune::recordsGradients()) collectFloating(out, outputs);
@@ -161,15 +154,11 @@ double timeMix(const torch::jit::Module& copy, const std::vector<c10::IValue>& i
         total.backward();
       }
       waitForDevice(inputs);
-      if (r > 0) seconds.push_back(std::chrono::duration<double>(Clock::now() - start).count());
-    }
+    });
   } catch (const std::exception&) {
-    racing = outer;
-    return -1;  // a mix that cannot run is never chosen
   }
   racing = outer;
-  std::sort(seconds.begin(), seconds.end());
-  return seconds[seconds.size() / 2];
+  return seconds;
 }
 
 // The race for one signature, on a copy of the module.
@@ -209,11 +198,10 @@ std::string cacheKey(const std::string& graph, const std::vector<int64_t>& signa
       break;
     }
   }
-  uint64_t shapes = 14695981039346656037ULL;  // FNV-1a of the signature: a short key
-  for (size_t i = 1; i < signature.size(); ++i)
-    shapes = (shapes ^ static_cast<uint64_t>(signature[i])) * 1099511628211ULL;
+  StableHash shapes;  // of the signature past the grad mode: a short key
+  for (size_t i = 1; i < signature.size(); ++i) shapes.add(signature[i]);
   return fmt::format("segment_plan {} {} {} {:016x}", graph, autotune::machine(device),
-                     signature[0] != 0 ? "train" : "forward", shapes);
+                     signature[0] != 0 ? "train" : "forward", shapes.value());
 }
 
 std::optional<std::string> cached(const std::string& key, int64_t segments) {
