@@ -44,6 +44,12 @@ FormScope::~FormScope() {
   ops::setLinearForm(previous_linear_);
 }
 
+SegmentPlanScope::SegmentPlanScope(std::optional<segment_plan::Plan> plan) : previous_(segment_plan::forced()) {
+  segment_plan::setForced(plan);
+}
+
+SegmentPlanScope::~SegmentPlanScope() { segment_plan::setForced(previous_); }
+
 std::string modelPath(const std::string& name) { return modelsDir() + "/" + name; }
 
 std::vector<std::string> memberPaths(const std::string& kind, int members, bool exported) {

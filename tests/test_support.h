@@ -4,9 +4,11 @@
 #include <gtest/gtest.h>
 #include <torch/script.h>
 
+#include <optional>
 #include <string>
 
 #include "runtime/ops/ops.h"
+#include "runtime/ops/segment_plan.h"
 
 namespace hfta::testing {
 
@@ -62,6 +64,20 @@ class FormScope {
  private:
   ops::ConvForm previous_conv_;
   ops::LinearForm previous_linear_;
+};
+
+// Forces every segment's plan (segment_plan::setForced; nullopt: none, so
+// that the race decides) while the scope lives, and puts the previous
+// setting back when it ends.
+class SegmentPlanScope {
+ public:
+  explicit SegmentPlanScope(std::optional<segment_plan::Plan> plan);
+  ~SegmentPlanScope();
+  SegmentPlanScope(const SegmentPlanScope&) = delete;
+  SegmentPlanScope& operator=(const SegmentPlanScope&) = delete;
+
+ private:
+  std::optional<segment_plan::Plan> previous_;
 };
 
 // The folder written by tests/python/make_test_models.py.

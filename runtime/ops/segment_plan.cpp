@@ -4,7 +4,9 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <fmt/format.h>
 #include <torch/csrc/autograd/autograd.h>
+#include <torch/csrc/jit/api/function_impl.h>
 #include <torch/csrc/jit/api/module.h>
+#include <torch/csrc/jit/runtime/graph_executor.h>
 #ifdef HFTA_WITH_CUDA
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/cuda/CUDAGeneratorImpl.h>
@@ -12,6 +14,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <unordered_map>
@@ -137,15 +140,16 @@ class KeepRandomState {
 };
 
 // The median seconds of a forward (and backward, when gradients are
-// recorded) of a copy of `module` on `inputs` with the plans `plans`, timed
-// as the op forms are; negative if it throws.
-double timeMix(const torch::jit::Module& copy, const std::vector<c10::IValue>& inputs, const std::string& plans) {
+// recorded) by `forward` with the plans `plans`, timed as the op forms are;
+// negative if it throws.
+double timeMix(const std::function<c10::IValue()>& forward, const std::vector<c10::IValue>& inputs,
+               const std::string& plans) {
   const std::string* outer = racing;
   racing = &plans;
   double seconds = -1;  // a mix that cannot run is never chosen
   try {
     seconds = autotune::medianSeconds([&] {
-      auto out = const_cast<torch::jit::Module&>(copy).forward(inputs);
+      const auto out = forward();
       std::vector<at::Tensor> outputs;
       if (autotune::recordsGradients()) collectFloating(out, outputs);
       if (!outputs.empty()) {
@@ -173,10 +177,22 @@ std::string raceOnACopy(int64_t segments, const c10::IValue& self, const std::ve
     const bool grad = p.requires_grad();
     p.detach_().requires_grad_(grad);
   }
+  // The copy's forward through an executor of its own: the copy shares the
+  // original's class type and so its forward's executor, whose first runs
+  // TorchScript's profiling executor would take from the race (and then
+  // build no autodiff graph for training).
+  const auto& function = torch::jit::toGraphFunction(copy.get_method("forward").function());
+  torch::jit::GraphExecutor executor(function.optimized_graph()->copy(), "hfta_segment_race");
   std::vector<c10::IValue> copies;
   for (const auto& v : inputs) copies.push_back(detached(v));
+  const auto forward = [&] {
+    torch::jit::Stack stack{copy._ivalue()};
+    stack.insert(stack.end(), copies.begin(), copies.end());
+    executor.run(stack);
+    return stack.back();
+  };
   return race(
-      segments, [&](const std::string& plans) { return timeMix(copy, copies, plans); }, trials);
+      segments, [&](const std::string& plans) { return timeMix(forward, copies, plans); }, trials);
 }
 
 std::vector<int64_t> signatureOf(const std::vector<c10::IValue>& inputs) {

@@ -41,17 +41,14 @@ class SegmentPlans : public ::testing::Test {
     autotune::setCachePath((dir_ / "forms.json").string());
     autotune::setEnabled(true);
     segment_plan::forget();
-    forced_ = segment_plan::forced();
-    segment_plan::setForced(std::nullopt);
   }
   void TearDown() override {
-    segment_plan::setForced(forced_);
     segment_plan::forget();
     autotune::setCachePath("");
     removeTree(dir_.string());
   }
   fs::path dir_;
-  std::optional<segment_plan::Plan> forced_;
+  testing::SegmentPlanScope raced_{std::nullopt};  // none forced, whatever HFTA_SEGMENT_PLAN says
 };
 
 // The MLP (examples/mlp.py: fc1, relu, dropout, fc2, gelu, fc3) is cut

@@ -49,14 +49,9 @@ class MemberGather : public ::testing::Test {
   void SetUp() override {
     dir_ = fs::temp_directory_path() / fmt::format("hfta_gather_{}_{}", ::getpid(), test_++);
     fs::create_directories(dir_);
-    forced_ = segment_plan::forced();
-    segment_plan::setForced(segment_plan::Plan::Fused);
   }
-  void TearDown() override {
-    segment_plan::setForced(forced_);
-    removeTree(dir_.string());
-  }
-  std::optional<segment_plan::Plan> forced_;
+  void TearDown() override { removeTree(dir_.string()); }
+  testing::SegmentPlanScope fused_{segment_plan::Plan::Fused};
   std::string path(const std::string& name) const { return (dir_ / name).string(); }
 
   // The first epoch of `c`, saved as a checkpoint in `name`.

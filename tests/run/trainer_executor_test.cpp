@@ -63,6 +63,11 @@ TEST(TrainerExecutor, RunsTheFusedGraphWithEagerAutogradByDefault) {
 }
 
 TEST(TrainerExecutor, TheProfilingExecutorWhenAsked) {
+  // One plan in every segment: the profiling executor profiles only the
+  // branch of each segment's If that ran, and where the raced plans mix
+  // fused and members' segments it built no differentiable graph (the
+  // step then runs eager autograd, as by default).
+  const testing::SegmentPlanScope fused(segment_plan::Plan::Fused);
   const auto graph = lastTrainingGraph(/*profiling_executor=*/true);
   ASSERT_NE(graph, nullptr);
   EXPECT_FALSE(runsFusedConvolutions(*graph)) << *graph;  // a JIT autodiff backward graph
