@@ -1,6 +1,7 @@
 #include "passes/fuse/segment_plans.h"
 
 #include <fmt/format.h>
+#include <torch/csrc/jit/ir/constants.h>
 
 #include <algorithm>
 #include <cmath>
@@ -40,6 +41,23 @@ bool namesAValue(const Node* node) { return node->kind() == c10::prim::Constant 
 // buffer, constant or module.
 bool carriesData(const Value* v) {
   return containsTensor(v->type()) && v->type()->kind() != c10::TypeKind::ClassType && !namesAValue(v->node());
+}
+
+// Whether the node draws random numbers: a nondeterministic op (dropout
+// with a constant train=False is not one already), unless its dropout
+// probability is a constant 0, with which ATen returns the input (or
+// attends) without drawing: torchvision's ViT and Transformers default to
+// it.
+bool drawsRandomNumbers(const Node* node) {
+  if (!node->isNondeterministic()) return false;
+  const auto* schema = node->maybeSchema();
+  for (const char* name : {"p", "dropout_p"}) {
+    const auto index = schema ? schema->argumentIndexWithName(name) : std::nullopt;
+    if (!index) continue;
+    const auto p = torch::jit::toIValue(node->input(*index));
+    return !(p && p->isDouble() && p->toDouble() == 0.0);
+  }
+  return true;
 }
 
 bool doesWork(const Node* node) {
@@ -152,7 +170,7 @@ std::optional<std::string> whyFusedOnly(const GraphFuser& fuser, const Segment& 
         why = fmt::format("{} sets a module attribute", describeNode(node));
         return;
       }
-      if (node->isNondeterministic()) {
+      if (drawsRandomNumbers(node)) {
         // The members would draw other numbers than the fused op draws for
         // them (one [B, ...] draw against B draws): a run would then depend
         // on which plan its steps took, and a seed would not reproduce it.

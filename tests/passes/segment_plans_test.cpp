@@ -102,6 +102,30 @@ graph(%x : Tensor):
   EXPECT_EQ(countPlanOps(fused->block()), 1);
 }
 
+// A dropout draws random numbers, and keeps its segment fused, unless its
+// probability is a constant 0 (ATen then returns the input undrawn).
+TEST_F(SegmentPlans, OnlyADropoutThatDrawsKeepsItsSegmentFused) {
+  auto member = std::make_shared<torch::jit::Graph>();
+  torch::jit::parseIR(R"IR(
+graph(%x : Tensor):
+  %none : float = prim::Constant[value=0.]()
+  %half : float = prim::Constant[value=0.5]()
+  %train : bool = prim::Constant[value=1]()
+  %a : Tensor = aten::dropout(%x, %none, %train)
+  %b : Tensor = aten::sin(%a)
+  %c : Tensor = aten::dropout(%b, %half, %train)
+  return (%c)
+)IR",
+                      member.get());
+  FusionReport report;
+  auto fused = fuseMemberGraph(*member, 2, {ValueKind::Array}, report, /*segment_plans=*/true);
+  ASSERT_EQ(report.segments.size(), 3u);
+  EXPECT_EQ(report.segments[0].plans, "fused | members");
+  EXPECT_EQ(report.segments[1].plans, "fused | members");
+  EXPECT_NE(report.segments[2].plans.find("draws random numbers"), std::string::npos) << report.segments[2].plans;
+  EXPECT_EQ(countPlanOps(fused->block()), 2);
+}
+
 // The race over synthetic times: segment 0 is faster fused, segment 1 on
 // the members; from fused everywhere the race tries the members
 // everywhere, then flips each segment, and ends on "FM".
