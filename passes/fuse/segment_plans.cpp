@@ -46,8 +46,7 @@ bool carriesData(const Value* v) {
 // Whether the node draws random numbers: a nondeterministic op (dropout
 // with a constant train=False is not one already), unless its dropout
 // probability is a constant 0, with which ATen returns the input (or
-// attends) without drawing: torchvision's ViT and Transformers default to
-// it.
+// attends) without drawing (torchvision's ViT has such dropouts).
 bool drawsRandomNumbers(const Node* node) {
   if (!node->isNondeterministic()) return false;
   const auto* schema = node->maybeSchema();

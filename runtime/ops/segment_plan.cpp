@@ -178,9 +178,9 @@ std::string raceOnACopy(int64_t segments, const c10::IValue& self, const std::ve
     p.detach_().requires_grad_(grad);
   }
   // The copy's forward through an executor of its own: the copy shares the
-  // original's class type and so its forward's executor, whose first runs
-  // TorchScript's profiling executor would take from the race (and then
-  // build no autodiff graph for training).
+  // original's class type and so its forward's executor, which would
+  // otherwise count the race's runs as training's own (the profiling
+  // executor would profile and specialize the graph on the race's runs).
   const auto& function = torch::jit::toGraphFunction(copy.get_method("forward").function());
   torch::jit::GraphExecutor executor(function.optimized_graph()->copy(), "hfta_segment_race");
   std::vector<c10::IValue> copies;
