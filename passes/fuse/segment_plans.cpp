@@ -46,11 +46,12 @@ bool carriesData(const Value* v) {
 // Whether the node draws random numbers: a nondeterministic op (dropout
 // with a constant train=False is not one already), unless its dropout
 // probability is a constant 0, with which ATen returns the input (or
-// attends) without drawing (torchvision's ViT has such dropouts).
+// attends, or recurs) without drawing (torchvision's ViT has such
+// dropouts).
 bool drawsRandomNumbers(const Node* node) {
   if (!node->isNondeterministic()) return false;
   const auto* schema = node->maybeSchema();
-  for (const char* name : {"p", "dropout_p"}) {
+  for (const char* name : {"p", "dropout_p", "dropout"}) {
     const auto index = schema ? schema->argumentIndexWithName(name) : std::nullopt;
     if (!index) continue;
     const auto p = torch::jit::toIValue(node->input(*index));

@@ -126,6 +126,20 @@ graph(%x : Tensor):
   EXPECT_EQ(countPlanOps(fused->block()), 2);
 }
 
+// The same for a recurrent layer's dropout between its layers (nn.GRU's and
+// nn.RNN's `dropout`, a TorchScript constant): 0 draws nothing, 0.5 draws.
+TEST_F(SegmentPlans, ARecurrentLayerDrawsOnlyWithDropoutBetweenLayers) {
+  auto draws = [](const FusionReport& report) {
+    return std::any_of(report.segments.begin(), report.segments.end(), [](const auto& s) {
+      return s.plans.find("draws random numbers") != std::string::npos;
+    });
+  };
+  for (const char* kind : {"gru_stateful", "rnn_elman"}) {
+    EXPECT_FALSE(draws(fuse(loadMembers(testing::memberPaths(kind))).report)) << kind;
+  }
+  EXPECT_TRUE(draws(fuse(loadMembers(testing::memberPaths("lstm_dropout"))).report));
+}
+
 // The race over synthetic times: segment 0 is faster fused, segment 1 on
 // the members; from fused everywhere the race tries the members
 // everywhere, then flips each segment, and ends on "FM".
