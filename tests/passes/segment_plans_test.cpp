@@ -130,9 +130,8 @@ graph(%x : Tensor):
 // nn.RNN's `dropout`, a TorchScript constant): 0 draws nothing, 0.5 draws.
 TEST_F(SegmentPlans, ARecurrentLayerDrawsOnlyWithDropoutBetweenLayers) {
   auto draws = [](const FusionReport& report) {
-    return std::any_of(report.segments.begin(), report.segments.end(), [](const auto& s) {
-      return s.plans.find("draws random numbers") != std::string::npos;
-    });
+    return std::any_of(report.segments.begin(), report.segments.end(),
+                       [](const auto& s) { return s.plans.find("draws random numbers") != std::string::npos; });
   };
   for (const char* kind : {"gru_stateful", "rnn_elman"}) {
     EXPECT_FALSE(draws(fuse(loadMembers(testing::memberPaths(kind))).report)) << kind;
