@@ -34,6 +34,14 @@ int64_t countPlanOps(torch::jit::Block* block) {
   return count;
 }
 
+// The member graph `ir` (one input, a stacked [B, ...] tensor) fused for 2
+// members with segment plans; `report` gets its segments.
+std::shared_ptr<torch::jit::Graph> fuseTwoWithPlans(const char* ir, FusionReport& report) {
+  torch::jit::Graph member;
+  torch::jit::parseIR(ir, &member);
+  return fuseMemberGraph(member, 2, {ValueKind::Array}, report, /*segment_plans=*/true);
+}
+
 class SegmentPlans : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -83,16 +91,14 @@ TEST_F(SegmentPlans, TheMlpIsCutBetweenLayersAndItsSegmentsChoose) {
 // write copies of their slices, cannot stand in for the fused plan, which
 // writes the caller's tensor. The next segment still chooses.
 TEST_F(SegmentPlans, ASegmentWritingTheModelsInputRunsFusedAndSaysWhy) {
-  auto member = std::make_shared<torch::jit::Graph>();
-  torch::jit::parseIR(R"IR(
+  FusionReport report;
+  auto fused = fuseTwoWithPlans(R"IR(
 graph(%x : Tensor):
   %r : Tensor = aten::relu_(%x)
   %s : Tensor = aten::sin(%r)
   return (%s)
 )IR",
-                      member.get());
-  FusionReport report;
-  auto fused = fuseMemberGraph(*member, 2, {ValueKind::Array}, report, /*segment_plans=*/true);
+                                report);
   // relu_ and sin each do work: two segments, the second free to choose.
   ASSERT_EQ(report.segments.size(), 2u);
   EXPECT_NE(report.segments[0].plans.find("fused: it writes `x` in place, which is an input of the model"),
@@ -105,8 +111,8 @@ graph(%x : Tensor):
 // A dropout draws random numbers, and keeps its segment fused, unless its
 // probability is a constant 0 (ATen then returns the input undrawn).
 TEST_F(SegmentPlans, OnlyADropoutThatDrawsKeepsItsSegmentFused) {
-  auto member = std::make_shared<torch::jit::Graph>();
-  torch::jit::parseIR(R"IR(
+  FusionReport report;
+  auto fused = fuseTwoWithPlans(R"IR(
 graph(%x : Tensor):
   %none : float = prim::Constant[value=0.]()
   %half : float = prim::Constant[value=0.5]()
@@ -116,9 +122,7 @@ graph(%x : Tensor):
   %c : Tensor = aten::dropout(%b, %half, %train)
   return (%c)
 )IR",
-                      member.get());
-  FusionReport report;
-  auto fused = fuseMemberGraph(*member, 2, {ValueKind::Array}, report, /*segment_plans=*/true);
+                                report);
   ASSERT_EQ(report.segments.size(), 3u);
   EXPECT_EQ(report.segments[0].plans, "fused | members");
   EXPECT_EQ(report.segments[1].plans, "fused | members");
