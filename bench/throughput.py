@@ -234,7 +234,9 @@ def forms_lines(args, chosen, plans):
     """forms.csv (each op shape's form, and each fused graph's segment plans with every trial's median
     seconds), and the lines of its table in results.md: per model, how many shapes of each op took each form."""
     columns = [("conv", "grouped"), ("conv", "per-member"), ("conv", "channels-last"),
-               ("linear", "batched"), ("linear", "per-member")]
+               ("linear", "batched"), ("linear", "per-member"), ("recurrent", "stepped"), ("recurrent", "per-member")]
+    prefixes = {"conv": ("hfta::conv|",), "linear": ("hfta::linear|",),
+                "recurrent": ("hfta::lstm|", "hfta::gru|", "hfta::rnn_tanh|", "hfta::rnn_relu|")}
     with open(os.path.join(args.out, "forms.csv"), "w", newline="") as f:
         writer = csv.writer(f)
         writer.writerow(["model", "key", "form"])
@@ -247,9 +249,10 @@ def forms_lines(args, chosen, plans):
                                  " ".join(f"{p}:{t:.6f}" for p, t in trials)])
 
     def count(forms, op, name):
-        return sum(1 for key, form in forms.items() if key.startswith(f"hfta::{op}|") and form == name)
+        return sum(1 for key, form in forms.items() if key.startswith(prefixes[op]) and form == name)
 
-    return ["", "Forms the autotuner chose (shapes of each model's convolutions and linears, every B and way "
+    return ["", "Forms the autotuner chose (shapes of each model's convolutions, linears and recurrent layers, "
+            "every B and way "
             "measured; forms.csv has each shape):", "",
             "| model | " + " | ".join(f"{op} {name}" for op, name in columns) + " |",
             "|" + " --- |" * (1 + len(columns))] + [

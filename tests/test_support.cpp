@@ -27,14 +27,17 @@ std::string modelsDir() {
   return dir;
 }
 
-FormScope::FormScope(std::string& kind) : previous_conv_(ops::convForm()), previous_linear_(ops::linearForm()) {
+FormScope::FormScope(std::string& kind)
+    : previous_conv_(ops::convForm()), previous_linear_(ops::linearForm()), previous_recurrent_(ops::recurrentForm()) {
   if (takeSuffix(kind, "+per-member-conv")) ops::setConvForm(ops::ConvForm::PerMember);
   if (takeSuffix(kind, "+channels-last-conv")) ops::setConvForm(ops::ConvForm::ChannelsLast);
   if (takeSuffix(kind, "+per-member-linear")) ops::setLinearForm(ops::LinearForm::PerMember);
+  if (takeSuffix(kind, "+per-member-recurrent")) ops::setRecurrentForm(ops::RecurrentForm::PerMember);
+  if (takeSuffix(kind, "+stepped-recurrent")) ops::setRecurrentForm(ops::RecurrentForm::Stepped);
 }
 
 FormScope::FormScope(ops::ConvForm conv, ops::LinearForm linear)
-    : previous_conv_(ops::convForm()), previous_linear_(ops::linearForm()) {
+    : previous_conv_(ops::convForm()), previous_linear_(ops::linearForm()), previous_recurrent_(ops::recurrentForm()) {
   ops::setConvForm(conv);
   ops::setLinearForm(linear);
 }
@@ -42,6 +45,7 @@ FormScope::FormScope(ops::ConvForm conv, ops::LinearForm linear)
 FormScope::~FormScope() {
   ops::setConvForm(previous_conv_);
   ops::setLinearForm(previous_linear_);
+  ops::setRecurrentForm(previous_recurrent_);
 }
 
 SegmentPlanScope::SegmentPlanScope(std::optional<segment_plan::Plan> plan) : previous_(segment_plan::forced()) {

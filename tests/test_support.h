@@ -49,7 +49,10 @@ constexpr double kTrainedTolerance = kFloat32.trained;
 // A test kind with the suffix "+per-member-conv" runs every convolution as
 // B dense ones, one with "+channels-last-conv" as a grouped one in the
 // channels-last layout, one with "+per-member-linear" every linear as B
-// GEMMs (forms hfta::conv and hfta::linear may pick by timing: the test
+// GEMMs, one with "+per-member-recurrent" ("+stepped-recurrent") every
+// recurrent layer as the members' own ATen ops (all members per time step)
+// (forms hfta::conv, hfta::linear and the recurrent
+// ops may pick by timing: the test
 // models are small, and the tests must see every form): the scope strips
 // the suffixes from `kind`, forces those forms, and puts the previous ones
 // back when it ends. The second constructor forces the forms given.
@@ -64,6 +67,7 @@ class FormScope {
  private:
   ops::ConvForm previous_conv_;
   ops::LinearForm previous_linear_;
+  ops::RecurrentForm previous_recurrent_;
 };
 
 // Forces every segment's plan (segment_plan::setForced; nullopt: none, so

@@ -190,7 +190,17 @@ void segment_plan(const c10::OperatorHandle& op, torch::jit::Stack* stack);
 // Recurrent layers (aten::lstm, gru, rnn_tanh, rnn_relu) over stacked
 // members: input [B|1, T, N, I] ([B|1, N, T, I] batch-first), states
 // [B|1, layers * directions, N, H], params in ATen's order, each [B, ...];
-// outputs [B, ...]. All members step at once (runtime/ops/recurrent_ops.cpp).
+// outputs [B, ...]. All members step at once, or each runs ATen's own op on
+// its slices, whichever recurrentForm() picks (runtime/ops/recurrent_ops.cpp).
+// How the recurrent layers run: Chosen (the default) times the forms for
+// each shape on first use on CPU and keeps the fastest (with HFTA_AUTOTUNE=0,
+// and on CUDA, Stepped); tests force one. Stepped runs every member at each
+// time step (batched GEMMs, the gates over [B, N, gates]); PerMember runs
+// each member's aten::lstm/gru/rnn_* on its slices, one after another.
+// Dropout between layers draws the same numbers in both.
+enum class RecurrentForm { Chosen, Stepped, PerMember };
+RecurrentForm recurrentForm();
+void setRecurrentForm(RecurrentForm form);
 std::tuple<at::Tensor, at::Tensor, at::Tensor> lstm(const at::Tensor& input, at::TensorList hx, at::TensorList params,
                                                     bool has_biases, int64_t num_layers, double dropout, bool train,
                                                     bool bidirectional, bool batch_first);

@@ -48,7 +48,9 @@ void trainFused(torch::jit::Module& fused, const Reference& ref, const c10::Devi
 
 // A kind with the suffix "+per-member-conv" runs every convolution as B
 // dense ones, "+channels-last-conv" as one channels-last grouped one,
-// "+per-member-linear" every linear as B GEMMs (testing::FormScope); with
+// "+per-member-linear" every linear as B GEMMs, "+per-member-recurrent"
+// ("+stepped-recurrent") every recurrent layer as the members' own ATen ops
+// (all members per time step) (testing::FormScope); with
 // "+exported" the members are the same models' torch.export archives; with
 // "+cuda" the fused module runs on the GPU (skipped where there is none),
 // against the same PyTorch reference on the CPU.
@@ -192,7 +194,10 @@ INSTANTIATE_TEST_SUITE_P(Transformers, FusionEquivalence,
 INSTANTIATE_TEST_SUITE_P(Recurrent, FusionEquivalence,
                          ::testing::Values("lstm_lm_tiny", "lstm_stateful", "gru_stateful", "rnn_elman", "rnn_cells",
                                            // a user's List[Tensor] attribute, stacked element by element
-                                           "list_attribute"));
+                                           "list_attribute", "lstm_lm_tiny+per-member-recurrent",
+                                           "lstm_stateful+per-member-recurrent", "gru_stateful+per-member-recurrent",
+                                           "rnn_elman+per-member-recurrent", "lstm_stateful+stepped-recurrent",
+                                           "gru_stateful+stepped-recurrent", "rnn_elman+stepped-recurrent"));
 
 // The rule families of tests/python/rule_models.py, in float64: group and
 // instance norm (with running statistics), every upsample mode, 1-D and 3-D

@@ -48,10 +48,14 @@ void expectSameOutputs(torch::jit::Module& fused, std::vector<Member>& members, 
   }
 }
 
+// A kind with the suffix "+per-member-recurrent" or "+stepped-recurrent"
+// runs its recurrent layers in that form (testing::FormScope).
 class RecurrentFamily : public ::testing::TestWithParam<std::string> {
  protected:
-  testing::Reference ref_{GetParam() + "_reference.pt"};
-  std::vector<Member> members_ = loadMembers(testing::memberPaths(GetParam()));
+  std::string kind_ = GetParam();
+  testing::FormScope forms_{kind_};
+  testing::Reference ref_{kind_ + "_reference.pt"};
+  std::vector<Member> members_ = loadMembers(testing::memberPaths(kind_));
   FusionResult fused_ = fuse(members_);
 };
 
@@ -100,7 +104,11 @@ TEST_P(RecurrentFamily, SplitMembersCarryTheTrainedWeights) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, RecurrentFamily,
-                         ::testing::Values("lstm_lm_tiny", "lstm_stateful", "gru_stateful", "rnn_elman", "rnn_cells"));
+                         ::testing::Values("lstm_lm_tiny", "lstm_stateful", "gru_stateful", "rnn_elman", "rnn_cells",
+                                           "lstm_lm_tiny+per-member-recurrent", "lstm_stateful+per-member-recurrent",
+                                           "gru_stateful+per-member-recurrent", "rnn_elman+per-member-recurrent",
+                                           "lstm_stateful+stepped-recurrent", "gru_stateful+stepped-recurrent",
+                                           "rnn_elman+stepped-recurrent"));
 
 // Identical members (one seed) with dropout 0.5 before, between and after
 // the LSTM's layers: in training each member draws its own masks; in eval
@@ -116,6 +124,28 @@ TEST(RecurrentDropout, EachMemberDrawsItsOwnMasksBetweenLayers) {
   fused.module.eval();
   const auto eval = fused.module.forward({shared}).toTensor();
   for (int64_t b = 1; b < kMembers; ++b) EXPECT_TRUE(allClose(eval[b], eval[0], 0)) << "member " << b;
+}
+
+// The same seed gives the same masks in both forms: dropout between
+// layers draws once over the stacked layer output in each, so the form the
+// race picks changes no random number (and training stays reproducible).
+TEST(RecurrentDropout, BothFormsDrawTheSameMasks) {
+  auto fused = fuse(loadMembers(testing::memberPaths("lstm_dropout")));
+  const auto tokens = at::randint(0, 40, {kMembers, 4, 8}, at::kLong);
+  auto run = [&](ops::RecurrentForm form, uint64_t seed) {
+    testing::FormScope forms{ops::ConvForm::Chosen, ops::LinearForm::Chosen};
+    ops::setRecurrentForm(form);
+    torch::manual_seed(seed);
+    torch::NoGradGuard no_grad;
+    return fused.module.forward({tokens}).toTensor();
+  };
+  const auto stepped = run(ops::RecurrentForm::Stepped, 7), per_member = run(ops::RecurrentForm::PerMember, 7);
+  // Another summation order per GEMM (batched against ATen's per member),
+  // in float64 over a few steps: 1e-10 as the other suites. Different masks
+  // would differ by O(1).
+  EXPECT_TRUE(allClose(stepped, per_member, testing::tolerancesFor(at::kDouble).forward));
+  EXPECT_FALSE(allClose(run(ops::RecurrentForm::PerMember, 8), per_member, testing::tolerancesFor(at::kDouble).forward))
+      << "another seed must draw other masks, or this test checks nothing";
 }
 
 // Packed sequences whose lengths differ per member run per member
