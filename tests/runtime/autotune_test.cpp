@@ -1,6 +1,7 @@
 // The autotuner (runtime/ops/autotune.h): the faster candidate wins and is
 // remembered, in memory and on disk; off, the heuristic decides; and
-// hfta::conv's measured form computes what both forms compute.
+// hfta::conv's, hfta::linear's and the LSTM's measured forms compute what
+// both forms compute.
 #include "runtime/ops/autotune.h"
 
 #include <fmt/format.h>
@@ -183,6 +184,45 @@ TEST_F(Autotune, LinearInTheChosenFormComputesWhatBothFormsCompute) {
   ASSERT_EQ(chosen[0].sizes(), (std::vector<int64_t>{3, 40, 64}));
   expectBothFormsValues(chosen, batched, per_member, {"output", "input gradient", "weight gradient", "bias gradient"});
   EXPECT_NE(cacheText().find("hfta::linear|in [3,40,256]|weight [3,64,256]|bias true"), std::string::npos)
+      << cacheText();
+}
+
+// A 2-layer LSTM of 3 members with dropout between its layers, in
+// training: the chosen form's output and gradients equal both forms'
+// within float32 rounding (gates bounded by sigmoid and tanh, sums over 24
+// or 32 products per step), from the same seed. So the race, which runs
+// before the chosen form on the first call, drew no random number: had it
+// drawn, the masks would differ and the outputs by O(1).
+TEST_F(Autotune, LstmInTheChosenFormDrawsWhatBothFormsDraw) {
+  torch::manual_seed(0);
+  const int64_t members = 3, steps = 12, batch = 4, features = 24, hidden = 32;
+  const auto input = torch::randn({members, steps, batch, features});
+  const auto h0 = torch::zeros({members, 2, batch, hidden}), c0 = torch::zeros({members, 2, batch, hidden});
+  std::vector<at::Tensor> weights;
+  for (const int64_t in : {features, hidden}) {
+    for (const auto& sizes : {std::vector<int64_t>{members, 4 * hidden, in},
+                              {members, 4 * hidden, hidden},
+                              {members, 4 * hidden},
+                              {members, 4 * hidden}}) {
+      weights.push_back(torch::randn(sizes) * 0.2);
+    }
+  }
+  auto run = [&](ops::RecurrentForm form) {
+    ops::setRecurrentForm(form);
+    torch::manual_seed(1);
+    const auto x = input.clone().requires_grad_();
+    std::vector<at::Tensor> params;
+    for (const auto& w : weights) params.push_back(w.clone().requires_grad_());
+    const auto y = std::get<0>(ops::lstm(x, {h0, c0}, params, true, 2, 0.5, true, false, false));
+    y.square().sum().backward();
+    ops::setRecurrentForm(ops::RecurrentForm::Chosen);
+    return std::vector<at::Tensor>{y.detach(), x.grad(), params[0].grad(), params[5].grad()};
+  };
+  const auto stepped = run(ops::RecurrentForm::Stepped), per_member = run(ops::RecurrentForm::PerMember);
+  const auto chosen = run(ops::RecurrentForm::Chosen);
+  expectBothFormsValues(chosen, stepped, per_member,
+                        {"output", "input gradient", "first w_ih gradient", "second w_hh gradient"});
+  EXPECT_NE(cacheText().find("hfta::lstm|in [3,12,4,24]|h [3,2,4,32]|c [3,2,4,32]|w_ih [3,128,24]"), std::string::npos)
       << cacheText();
 }
 
