@@ -1,8 +1,10 @@
 // Per-member matrix products, lowered to one batched GEMM (bmm/baddbmm) or
 // B GEMMs, whichever is faster here, or, when every member sees the same
 // input, to one broadcast matmul.
+#include <ATen/autocast_mode.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <torch/csrc/autograd/custom_function.h>
 
 #include <atomic>
 
@@ -17,16 +19,80 @@ int64_t memberDim(const at::Tensor& t) { return t.dim() - 1; }
 
 std::atomic<LinearForm> forced_linear_form{LinearForm::Chosen};
 
+// The members' own GEMMs, each writing its slice of one stacked output,
+// and in backward its slices of the stacked gradients: no stack of B
+// outputs (a copy as large as the output, in forward) and no stack of B
+// weight gradients (in backward), which at::linear per member and at::stack
+// would cost (the word LM's decoder: 745 MB of logits copied per step).
+// Differentiating the gradients again (create_graph) takes at::linear's
+// per-member gradients, whose ops autograd records.
+struct PerMemberLinear : torch::autograd::Function<PerMemberLinear> {
+  // (bias as an optional: apply() takes an undefined at::Tensor for a
+  // variable and fails on it.)
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& x, const at::Tensor& weight,
+                            const std::optional<at::Tensor>& maybe_bias) {
+    const auto bias = maybe_bias.value_or(at::Tensor());
+    ctx->save_for_backward({x, weight});
+    ctx->saved_data["bias"] = bias.defined();
+    auto y = at::empty({x.size(0), x.size(1), weight.size(1)}, x.options());
+    for (int64_t m = 0; m < x.size(0); ++m) {
+      auto slice = y.select(0, m);
+      const auto w_t = weight.select(0, m).t();
+      if (bias.defined()) {
+        at::addmm_out(slice, bias.select(0, m), x.select(0, m), w_t);
+      } else {
+        at::mm_out(slice, x.select(0, m), w_t);
+      }
+    }
+    return y;
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const auto &x = saved[0], &weight = saved[1];
+    const auto& grad = grads[0];
+    if (at::GradMode::is_enabled()) {  // create_graph: gradients autograd can differentiate
+      std::vector<at::Tensor> gx, gw;
+      for (int64_t m = 0; m < x.size(0); ++m) {
+        gx.push_back(at::mm(grad.select(0, m), weight.select(0, m)));
+        gw.push_back(at::mm(grad.select(0, m).t(), x.select(0, m)));
+      }
+      return {at::stack(gx), at::stack(gw), ctx->saved_data["bias"].toBool() ? grad.sum(1) : at::Tensor()};
+    }
+    at::Tensor grad_x, grad_weight, grad_bias;
+    if (ctx->needs_input_grad(0)) grad_x = at::empty_like(x, at::MemoryFormat::Contiguous);
+    if (ctx->needs_input_grad(1)) grad_weight = at::empty_like(weight, at::MemoryFormat::Contiguous);
+    for (int64_t m = 0; m < x.size(0); ++m) {
+      const auto g = grad.select(0, m);
+      if (grad_x.defined()) {
+        auto slice = grad_x.select(0, m);
+        at::mm_out(slice, g, weight.select(0, m));
+      }
+      if (grad_weight.defined()) {
+        auto slice = grad_weight.select(0, m);
+        at::mm_out(slice, g.t(), x.select(0, m));
+      }
+    }
+    // (needs_input_grad counts the tensors given: no bias, no index 2)
+    if (ctx->saved_data["bias"].toBool() && ctx->needs_input_grad(2)) grad_bias = grad.sum(1);
+    return {grad_x, grad_weight, grad_bias};
+  }
+};
+
 // x [B, M, in], weight [B, out, in], bias [B, out] or undefined -> [B, M, out].
 at::Tensor runForm(LinearForm form, const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
   if (form == LinearForm::PerMember) {
-    // unbind and stack: their backward is one stack and one unbind, not B
-    // zero-filled whole-sized gradients (conv_ops.cpp's per-member form).
-    const auto xs = x.unbind(0), ws = weight.unbind(0);
-    const auto bs = bias.defined() ? bias.unbind(0) : std::vector<at::Tensor>(xs.size());
-    std::vector<at::Tensor> ys;
-    for (size_t m = 0; m < xs.size(); ++m) ys.push_back(at::linear(xs[m], ws[m], bs[m]));
-    return at::stack(ys);
+    if (at::autocast::is_autocast_enabled(x.device().type())) {
+      // A fused op (attention, a recurrent layer) calling this under
+      // autocast: at::linear casts as autocast does, the out= GEMMs would not.
+      const auto xs = x.unbind(0), ws = weight.unbind(0);
+      const auto bs = bias.defined() ? bias.unbind(0) : std::vector<at::Tensor>(xs.size());
+      std::vector<at::Tensor> ys;
+      for (size_t m = 0; m < xs.size(); ++m) ys.push_back(at::linear(xs[m], ws[m], bs[m]));
+      return at::stack(ys);
+    }
+    return PerMemberLinear::apply(x, weight, bias.defined() ? std::optional<at::Tensor>(bias) : std::nullopt);
   }
   const auto w_t = weight.transpose(1, 2);  // [B, in, out]
   return bias.defined() ? at::baddbmm(bias.unsqueeze(1), x, w_t) : at::bmm(x, w_t);

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <torch/csrc/autograd/autograd.h>
 
 #include <unistd.h>
 
@@ -185,6 +186,29 @@ TEST_F(Autotune, LinearInTheChosenFormComputesWhatBothFormsCompute) {
   expectBothFormsValues(chosen, batched, per_member, {"output", "input gradient", "weight gradient", "bias gradient"});
   EXPECT_NE(cacheText().find("hfta::linear|in [3,40,256]|weight [3,64,256]|bias true"), std::string::npos)
       << cacheText();
+}
+
+// A gradient penalty (the input gradient's square, differentiated again
+// with create_graph, as WGAN-GP does) through both linear forms: the
+// per-member form's backward writes into stacked gradients, except when
+// its gradients are differentiated again; there it must give what the
+// batched form gives, within float32 rounding of sums over 256 products.
+TEST_F(Autotune, LinearGradientsInBothFormsCanBeDifferentiatedAgain) {
+  torch::manual_seed(0);
+  const auto input = torch::randn({3, 40, 256});
+  const auto weight = torch::randn({3, 64, 256}) * 0.05;
+  auto run = [&](ops::LinearForm form) {
+    ops::setLinearForm(form);
+    const auto x = input.clone().requires_grad_(), w = weight.clone().requires_grad_();
+    const auto y = ops::linear(x, w, std::nullopt);
+    const auto grad_x = torch::autograd::grad({y.tanh().sum()}, {x}, {}, true, true)[0];
+    grad_x.square().sum().backward();
+    ops::setLinearForm(ops::LinearForm::Chosen);
+    return std::vector<at::Tensor>{grad_x.detach(), w.grad()};
+  };
+  const auto batched = run(ops::LinearForm::Batched), per_member = run(ops::LinearForm::PerMember);
+  ASSERT_TRUE(per_member[1].defined());
+  expectBothFormsValues(per_member, batched, per_member, {"input gradient", "weight gradient of the penalty"});
 }
 
 // A 2-layer LSTM of 3 members with dropout between its layers, in
