@@ -77,7 +77,7 @@ QUICK = {"models": ["mlp", "lenet", "pointnet_cls"], "arrays": [1, 8], "rounds":
 
 # Every way runs with malloc keeping large blocks for reuse (what
 # hfta::keepLargeAllocations sets in train_modes; support/allocator.h says why).
-ENV = dict(os.environ, MALLOC_MMAP_MAX_="0", MALLOC_TRIM_THRESHOLD_="2147483647")
+ENV = dict(os.environ, MALLOC_MMAP_MAX_="0", MALLOC_TRIM_THRESHOLD_="1099511627776")
 
 
 def run_json(command):

@@ -1,7 +1,5 @@
 #include "support/allocator.h"
 
-#include <climits>
-
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
@@ -11,7 +9,7 @@ namespace hfta {
 void keepLargeAllocations() {
 #ifdef __GLIBC__
   mallopt(M_MMAP_MAX, 0);
-  mallopt(M_TRIM_THRESHOLD, INT_MAX);
+  mallopt(M_TRIM_THRESHOLD, -1);  // never trim (mallopt(3))
 #endif
 }
 

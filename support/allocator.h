@@ -12,10 +12,15 @@
 namespace hfta {
 
 // Makes malloc serve large blocks from its heap and keep freed memory for
-// reuse (mallopt M_MMAP_MAX = 0, a 2 GiB M_TRIM_THRESHOLD): process-wide,
-// and the process's resident memory then stays at its peak. hfta-train and
-// the benchmarks call it first thing; a program of your own can too, or set
-// MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=2147483647 in its environment.
+// reuse (mallopt M_MMAP_MAX = 0, M_TRIM_THRESHOLD = -1: never trim):
+// process-wide, and the process's resident memory then stays at its peak.
+// No finite threshold will do: the word LM's fused array (B = 8, 745 MB of
+// logits) frees more than 2 GiB at the top of the heap in a step, and with
+// the 2 GiB threshold this once had, glibc gave it back and the next step
+// faulted it in again (840K page faults a step against 92K, 43-45 against
+// 62-67 samples/s; bench/RESULTS.md). hfta-train and the benchmarks call
+// it first thing; a program of your own can too, or set MALLOC_MMAP_MAX_=0
+// MALLOC_TRIM_THRESHOLD_=1099511627776 (1 TiB) in its environment.
 // Does nothing on a C library other than glibc.
 void keepLargeAllocations();
 
