@@ -1,11 +1,15 @@
 // Recurrent layers over B members' stacked weights: nn.LSTM, nn.GRU and
-// nn.RNN (aten::lstm, gru, rnn_tanh, rnn_relu) and their cells. Each step
-// runs every member at once: the input projection of all time steps is one
+// nn.RNN (aten::lstm, gru, rnn_tanh, rnn_relu) and their cells, in two
+// forms the autotuner chooses between per shape. Stepped runs every member
+// at once at each step: the input projection of all time steps is one
 // batched GEMM per layer and direction, the recurrence one per time step,
 // the gates element-wise over [B, N, gates]. The arithmetic follows ATen's
 // CPU cells (aten/src/ATen/native/RNN.cpp: gates = linear_hh(h) + the
 // precomputed linear_ih(x); LSTM's i, f, g, o and GRU's r, z, n chunks), so
 // a member computes what it computes alone up to the GEMMs' rounding.
+// PerMember runs each member's own ATen op on its slices (on the CPU,
+// oneDNN's LSTM kernel, which stepping loses to: bench/RESULTS.md). The
+// cells run stepped only.
 #include <ATen/ATen.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
