@@ -221,14 +221,18 @@ INSTANTIATE_TEST_SUITE_P(Exported, FusionEquivalence,
 
 // On the GPU (where there is one): a family of each kind of layer, the
 // fused kernels (grouped convolution, batched matmul, batch norm over B x C
-// channels, the LSTM, attention) and FusedSGD's CUDA kernel, against
+// channels, the LSTM, attention), the per-member forms (convolution, linear,
+// recurrent: cuDNN's LSTM per member, which the autotuner does not pick on
+// CUDA yet) and FusedSGD's CUDA kernel, against
 // PyTorch's answers on the CPU at the same dtype tolerances (float64 sums
 // in other orders on the GPU as fused sums do on the CPU).
 INSTANTIATE_TEST_SUITE_P(Cuda, FusionEquivalence,
                          ::testing::Values("mlp+cuda", "lenet+cuda", "resblock+cuda", "resnet18+cuda",
                                            "mobilenet_v2+cuda", "pointnet_cls+cuda", "dcgan_g+cuda", "lm_tiny+cuda",
                                            "bert_tiny+cuda", "lstm_lm_tiny+cuda", "encdec+cuda", "conv3d+cuda",
-                                           "resnet18+cuda+per-member-conv", "lenet+cuda+channels-last-conv"));
+                                           "resnet18+cuda+per-member-conv", "lenet+cuda+channels-last-conv",
+                                           "bert_tiny+cuda+per-member-linear",
+                                           "lstm_lm_tiny+cuda+per-member-recurrent"));
 
 // (and the layer zoo of examples/cnn.py, every other conv/pool/shape form,
 // and traced members, whose convolutions are aten::_convolution)
