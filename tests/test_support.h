@@ -49,13 +49,13 @@ constexpr double kTrainedTolerance = kFloat32.trained;
 // A test kind with the suffix "+per-member-conv" runs every convolution as
 // B dense ones, one with "+channels-last-conv" as a grouped one in the
 // channels-last layout, one with "+per-member-linear" every linear as B
-// GEMMs, one with "+per-member-recurrent" ("+stepped-recurrent") every
-// recurrent layer as the members' own ATen ops (all members per time step)
-// (forms hfta::conv, hfta::linear and the recurrent
-// ops may pick by timing: the test
-// models are small, and the tests must see every form): the scope strips
-// the suffixes from `kind`, forces those forms, and puts the previous ones
-// back when it ends. The second constructor forces the forms given.
+// GEMMs, one with "+per-member-recurrent" every recurrent layer as the
+// members' own ATen ops, one with "+stepped-recurrent" as all members at
+// each time step (hfta::conv, hfta::linear and the recurrent ops may pick
+// their forms by timing: the test models are small, and the tests must see
+// every form): the scope strips the suffixes from `kind`, forces those
+// forms, and puts the previous ones back when it ends. The second
+// constructor forces the conv and linear forms given.
 class FormScope {
  public:
   explicit FormScope(std::string& kind);
