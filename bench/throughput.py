@@ -252,8 +252,7 @@ def forms_lines(args, chosen, plans):
         return sum(1 for key, form in forms.items() if key.startswith(prefixes[op]) and form == name)
 
     return ["", "Forms the autotuner chose (shapes of each model's convolutions, linears and recurrent layers, "
-            "every B and way "
-            "measured; forms.csv has each shape):", "",
+            "every B and way measured; forms.csv has each shape):", "",
             "| model | " + " | ".join(f"{op} {name}" for op, name in columns) + " |",
             "|" + " --- |" * (1 + len(columns))] + [
         f"| {model} | " + " | ".join(str(count(forms, op, name)) for op, name in columns) + " |"

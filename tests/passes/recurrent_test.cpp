@@ -133,7 +133,7 @@ TEST(RecurrentDropout, BothFormsDrawTheSameMasks) {
   auto fused = fuse(loadMembers(testing::memberPaths("lstm_dropout")));
   const auto tokens = at::randint(0, 40, {kMembers, 4, 8}, at::kLong);
   auto run = [&](ops::RecurrentForm form, uint64_t seed) {
-    testing::FormScope forms{ops::ConvForm::Chosen, ops::LinearForm::Chosen};
+    testing::FormScope forms{ops::ConvForm::Chosen, ops::LinearForm::Chosen};  // puts the recurrent form back
     ops::setRecurrentForm(form);
     torch::manual_seed(seed);
     torch::NoGradGuard no_grad;
