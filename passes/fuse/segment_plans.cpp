@@ -66,21 +66,37 @@ bool doesWork(const Node* node) {
                      [](const Value* v) { return containsTensor(v->type()); });
 }
 
+// Whether `node` is the block's return or packs values for it alone (the
+// tuple of a forward that returns several values).
+bool onlyReturns(const Node* node, const Block* block) {
+  if (node == block->return_node()) return true;
+  const auto kind = node->kind();
+  if (kind != c10::prim::TupleConstruct && kind != c10::prim::ListConstruct) return false;
+  return std::all_of(node->outputs().begin(), node->outputs().end(), [&](const Value* out) {
+    return std::all_of(out->uses().begin(), out->uses().end(),
+                       [&](const torch::jit::Use& use) { return onlyReturns(use.user, block); });
+  });
+}
+
 // Cuts `block` where one tensor carries the data on, into at most
-// kMaxSegments segments of about equal work.
+// kMaxSegments segments of about equal work. A value the block only returns
+// does not count: it is stacked once, at the exit of the segment that makes
+// it, wherever the later cuts fall (PointNet's transforms, returned for the
+// loss's regularizer, would otherwise leave no cut after the first).
 std::vector<Segment> cutIntoSegments(Block* block) {
   const std::vector<Node*> nodes(block->nodes().begin(), block->nodes().end());
   const size_t n = nodes.size();
   std::unordered_map<const Node*, size_t> position;
   for (size_t i = 0; i < n; ++i) position[nodes[i]] = i;
-  // live[p]: data values defined before node p and read from node p on.
+  // live[p]: data values defined before node p and read by node p or a
+  // later node.
   std::vector<int> live(n + 1, 0);
   auto count = [&](const Value* v, size_t first_cut) {
     if (!carriesData(v)) return;
     std::optional<size_t> last;
     for (const auto& use : v->uses()) {
-      const Node* user = use.user == block->return_node() ? nullptr : enclosingNodeIn(use.user, block);
-      last = std::max(last.value_or(0), user ? position.at(user) : n);
+      if (onlyReturns(use.user, block)) continue;
+      last = std::max(last.value_or(0), position.at(enclosingNodeIn(use.user, block)));
     }
     for (size_t p = first_cut; last && p <= *last; ++p) ++live[p];
   };

@@ -12,10 +12,12 @@ namespace hfta::kind {
     static const c10::Symbol symbol = c10::Symbol::fromQualString("hfta::" #name); \
     return symbol;                                                                 \
   }
+#define HFTA_RANDOM_OP(name, signature) HFTA_OP(name, signature)
 #define HFTA_OP_OVERLOAD(name, overload, signature, kernel)
 #define HFTA_HELPER(name, signature, kernel) HFTA_OP(name, signature)
 #include "runtime/ops/ops.def"
 #undef HFTA_OP
+#undef HFTA_RANDOM_OP
 #undef HFTA_OP_OVERLOAD
 #undef HFTA_HELPER
 

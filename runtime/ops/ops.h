@@ -93,6 +93,11 @@ at::Tensor baddbmm(const at::Tensor& self, const at::Tensor& batch1, const at::T
 // Tensor.t() per member (a view).
 at::Tensor t(const at::Tensor& self);
 
+// aten::dropout on [B, ...] (dropout_ops.cpp): on the CPU, in training,
+// a counter-based generator keyed by one draw of the default generator per
+// call; elsewhere at::dropout.
+at::Tensor dropout(const at::Tensor& input, double p, bool train);
+
 // Transformer ops (transformer_ops.cpp). Embedding rows of each member's
 // table: weight [B, V, D], indices [B|1, *] -> [B, *, D]; padding_idx rows
 // get no gradient in any member.

@@ -107,12 +107,13 @@ struct Outputs {
   at::Tensor output, h_n, c_n;
 };
 
-// Dropout between layers, as ATen applies it: over the stacked layer
-// output [B, T, N, D*H] in one draw, each member its own slice of the mask.
+// Dropout between layers, as ATen applies it but with the runtime's dropout
+// (dropout_ops.cpp): over the stacked layer output [B, T, N, D*H] in one
+// draw, each member its own slice of the mask.
 // Both forms call it on the same contiguous tensor shape at the same point,
 // so which form runs changes no random number.
 at::Tensor dropoutBetweenLayers(const at::Tensor& layer_output, double dropout, bool train) {
-  return dropout != 0 && train ? at::dropout(layer_output, dropout, train) : layer_output;
+  return dropout != 0 && train ? ops::dropout(layer_output, dropout, train) : layer_output;
 }
 
 // Every member at each time step: batched GEMMs and the gates over
