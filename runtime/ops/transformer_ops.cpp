@@ -24,6 +24,34 @@ at::Tensor foldIntoBatch(const at::Tensor& array, int64_t members) {
   return expand_members(array, members).flatten(0, 1);
 }
 
+// at::scaled_dot_product_attention, whose dropout on the CPU (ATen's math
+// path, at::dropout on the attention weights) takes the runtime's dropout
+// (dropout_ops.cpp): the math path without dropout gives the weights, and
+// the product with the values is redone after dropping out. (The math path
+// multiplies by the values once more, unused: a small matmul next to the
+// softmax and the draws it saves.) Reduced precision keeps ATen's path,
+// which computes in float there.
+at::Tensor attention(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
+                     const std::optional<at::Tensor>& attn_mask, double dropout_p, bool is_causal,
+                     std::optional<double> scale, bool enable_gqa) {
+  const auto type = query.scalar_type();
+  if (dropout_p <= 0 || dropout_p >= 1 || !query.device().is_cpu() || (type != at::kFloat && type != at::kDouble)) {
+    return at::scaled_dot_product_attention(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa);
+  }
+  auto mask = attn_mask;
+  if (mask.has_value() && mask->defined() && mask->scalar_type() == at::kBool) {
+    // As scaled_dot_product_attention hands a boolean mask to its backends.
+    mask = at::where(*mask, at::scalar_tensor(0.0, query.options()),
+                     at::scalar_tensor(-std::numeric_limits<double>::infinity(), query.options()));
+  }
+  const auto weights = std::get<1>(at::_scaled_dot_product_attention_math(query, key, value, mask, 0.0, is_causal,
+                                                                          std::nullopt, scale, enable_gqa));
+  auto values = value;
+  const int64_t heads = query.size(-3), value_heads = value.dim() >= 3 ? value.size(-3) : heads;
+  if (enable_gqa && value_heads != heads) values = values.repeat_interleave(heads / value_heads, -3);
+  return at::matmul(ops::dropout(weights, dropout_p, true), values);
+}
+
 // An attention mask for a member's [N, H, L, S] scores, as the fast paths
 // take it: mask_type 0 is [L, S], 1 a key padding mask [N, S], 2 [N, H, L,
 // S]; here with the member dim first ([B|1, ...]). Returns it folded to
@@ -145,9 +173,8 @@ at::Tensor scaled_dot_product_attention(const at::Tensor& query, const at::Tenso
               query.sizes());
   if (rank == 2) {
     // No batch dim in a member: the members are the batch.
-    return at::scaled_dot_product_attention(expand_members(query, members), expand_members(key, members),
-                                            expand_members(value, members), attn_mask, dropout_p, is_causal, scale,
-                                            enable_gqa);
+    return attention(expand_members(query, members), expand_members(key, members), expand_members(value, members),
+                     attn_mask, dropout_p, is_causal, scale, enable_gqa);
   }
   // Members folded into the first batch dim: [B, N, ...] -> [B*N, ...].
   const int64_t batch = std::max({query.size(1), key.size(1), value.size(1)});
@@ -168,8 +195,7 @@ at::Tensor scaled_dot_product_attention(const at::Tensor& query, const at::Tenso
       mask = fold(withMemberRank(m, rank));
     }
   }
-  auto out = at::scaled_dot_product_attention(fold(query), fold(key), fold(value), mask, dropout_p, is_causal, scale,
-                                              enable_gqa);
+  auto out = attention(fold(query), fold(key), fold(value), mask, dropout_p, is_causal, scale, enable_gqa);
   return out.unflatten(0, {members, batch});
 }
 

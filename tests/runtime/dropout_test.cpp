@@ -10,6 +10,7 @@
 #include <torch/torch.h>
 
 #include <cmath>
+#include <limits>
 
 #include "runtime/ops/ops.h"
 #include "runtime/ops/op_kinds.h"
@@ -127,6 +128,33 @@ TEST(HftaDropout, OutsideTrainingAndTheOpenIntervalItIsAtensDropout) {
   EXPECT_TRUE(torch::equal(ops::dropout(x, 0.0, true), x));
   EXPECT_TRUE(torch::equal(ops::dropout(x, 1.0, true), torch::zeros_like(x)));
   EXPECT_THROW(ops::dropout(x, 1.5, true), c10::Error);
+}
+
+// Attention with dropout on the CPU drops out its softmax weights with
+// hfta::dropout: the same seed, the weights computed here, and the
+// runtime's dropout of them give the same output. float64, over 24 keys
+// (past 16 lanes); tolerance: the same float64 attention in other kernels
+// (ATen scales the queries and keys before their product, 1e-10 relative).
+TEST(HftaDropout, AttentionDropsOutItsWeightsWithIt) {
+  torch::manual_seed(5);
+  constexpr int64_t kMembers = 3, kBatch = 2, kHeads = 2, kLength = 24, kEmbed = 16;
+  const auto f64 = torch::dtype(torch::kFloat64);
+  const auto q = torch::randn({kMembers, kBatch, kHeads, kLength, kEmbed}, f64).requires_grad_(true);
+  const auto k = torch::randn({kMembers, kBatch, kHeads, kLength, kEmbed}, f64);
+  const auto v = torch::randn({kMembers, kBatch, kHeads, kLength, kEmbed}, f64);
+  const auto causal = torch::ones({kLength, kLength}, torch::kBool).tril();
+  torch::manual_seed(6);
+  const auto out = ops::scaled_dot_product_attention(q, k, v, causal.unsqueeze(0), 0.5, false, std::nullopt, false);
+
+  const auto scores = q.detach().matmul(k.transpose(-2, -1)) / std::sqrt(static_cast<double>(kEmbed));
+  const auto weights = scores.masked_fill(causal.logical_not(), -std::numeric_limits<double>::infinity()).softmax(-1);
+  torch::manual_seed(6);
+  const auto dropped = ops::dropout(weights.flatten(0, 1), 0.5, true).unflatten(0, {kMembers, kBatch});
+  EXPECT_TRUE(torch::allclose(out.detach(), dropped.matmul(v), 1e-10, 1e-12));
+  // Half the weights dropped: not ATen's dropout-free attention.
+  EXPECT_FALSE(torch::allclose(out.detach(), weights.matmul(v), 1e-3, 1e-3));
+  out.sum().backward();
+  EXPECT_TRUE(q.grad().isfinite().all().item<bool>());
 }
 
 // Registered with conservative alias analysis: the JIT's common
