@@ -43,7 +43,8 @@ inline uint64_t splitMix64(uint64_t key, uint64_t n) {
 }
 
 uint64_t drawKey() {
-  auto* generator = at::get_generator_or_default<at::CPUGeneratorImpl>(std::nullopt, at::detail::getDefaultCPUGenerator());
+  auto* generator =
+      at::get_generator_or_default<at::CPUGeneratorImpl>(std::nullopt, at::detail::getDefaultCPUGenerator());
   std::lock_guard<std::mutex> lock(generator->mutex_);
   return generator->random64();
 }
@@ -118,8 +119,7 @@ struct CounterDropout : torch::autograd::Function<CounterDropout> {
 bool takesCounterDropout(const at::Tensor& input, double p) {
   const auto type = input.scalar_type();
   const bool floating = type == at::kFloat || type == at::kDouble || type == at::kHalf || type == at::kBFloat16;
-  return input.device().is_cpu() && floating && input.layout() == at::kStrided && p > 0 && p < 1 &&
-         input.numel() > 0;
+  return input.device().is_cpu() && floating && input.layout() == at::kStrided && p > 0 && p < 1 && input.numel() > 0;
 }
 
 }  // namespace

@@ -44,8 +44,8 @@ at::Tensor attention(const at::Tensor& query, const at::Tensor& key, const at::T
     mask = at::where(*mask, at::scalar_tensor(0.0, query.options()),
                      at::scalar_tensor(-std::numeric_limits<double>::infinity(), query.options()));
   }
-  const auto weights = std::get<1>(at::_scaled_dot_product_attention_math(query, key, value, mask, 0.0, is_causal,
-                                                                          std::nullopt, scale, enable_gqa));
+  const auto weights = std::get<1>(
+      at::_scaled_dot_product_attention_math(query, key, value, mask, 0.0, is_causal, std::nullopt, scale, enable_gqa));
   auto values = value;
   const int64_t heads = query.size(-3), value_heads = value.dim() >= 3 ? value.size(-3) : heads;
   if (enable_gqa && value_heads != heads) values = values.repeat_interleave(heads / value_heads, -3);

@@ -12,8 +12,8 @@
 #include <cmath>
 #include <limits>
 
-#include "runtime/ops/ops.h"
 #include "runtime/ops/op_kinds.h"
+#include "runtime/ops/ops.h"
 
 namespace hfta::ops {
 namespace {
