@@ -2,9 +2,10 @@
 // array (or the channel-folded [N, B*C, ...] value) every member gets its
 // own mask: it fuses as an element-wise op. A shared (uniform) input is
 // expanded to B members first so that members do not share a mask. The
-// fused op is hfta::dropout: on the CPU a counter-based generator about
-// twenty times as fast as ATen's (runtime/ops/dropout_ops.cpp), elsewhere
-// ATen's dropout. In-place dropout stays ATen's. (Channel dropout is in
+// fused op is hfta::dropout: on the CPU a counter-based generator, eight
+// to nine times as fast as ATen's dropout in forward and four to five
+// times with backward (runtime/ops/dropout_ops.cpp, bench/dropout.py);
+// elsewhere ATen's dropout. In-place dropout stays ATen's. (Channel dropout is in
 // rules/pool.cpp.)
 #include "passes/fuse/rules/rules.h"
 #include "runtime/ops/op_kinds.h"
