@@ -213,20 +213,31 @@ def plans_lines(plans):
         for (model, b), decided in plans.items() for chosen, trials in decided.values()]
 
 
+def rounds_verdict(hfta, other):
+    """Whether every round of hfta is faster than every round of the other way ("ahead"), every one slower
+    ("behind"), or neither: then the medians' ratio is within the machine's noise ("level")."""
+    if min(hfta) > max(other):
+        return "ahead"
+    return "behind" if max(hfta) < min(other) else "level"
+
+
 def against_lines(rows):
     """The lines of the table of hfta against the best other way and the dense bound, per model and B."""
     others = ["serial", "concurrent", "eager", "vmap"]
     lines = ["", "hfta against the best other way of training the B members, and against the dense bound (one "
-             "member at B times the batch):", "",
-             "| model | B | hfta / best other (which) | hfta / dense |", "| --- | --- | --- | --- |"]
+             "member at B times the batch); rounds: ahead where every round of hfta beat every round of the best "
+             "other way, behind where every one lost, level where they overlap:", "",
+             "| model | B | hfta / best other (which) | rounds | hfta / dense |", "| --- | --- | --- | --- | --- |"]
     for model, b in sorted({(r["model"], r["B"]) for r in rows}, key=lambda k: (list(MODELS).index(k[0]), k[1])):
-        cells = {r["mode"]: r["rate"] for r in rows if r["model"] == model and r["B"] == b}
+        cells = {r["mode"]: r for r in rows if r["model"] == model and r["B"] == b}
         if "hfta" not in cells:
             continue
-        best = max((m for m in others if m in cells), key=lambda m: cells[m], default=None)
-        vs_best = f"{cells['hfta'] / cells[best]:.2f}x ({best})" if best else "-"
-        vs_dense = f"{cells['hfta'] / cells['dense']:.2f}x" if "dense" in cells else "-"
-        lines.append(f"| {model} | {b} | {vs_best} | {vs_dense} |")
+        hfta = cells["hfta"]
+        best = max((m for m in others if m in cells), key=lambda m: cells[m]["rate"], default=None)
+        vs_best = f"{hfta['rate'] / cells[best]['rate']:.2f}x ({best})" if best else "-"
+        verdict = rounds_verdict(hfta["rounds"], cells[best]["rounds"]) if best else "-"
+        vs_dense = f"{hfta['rate'] / cells['dense']['rate']:.2f}x" if "dense" in cells else "-"
+        lines.append(f"| {model} | {b} | {vs_best} | {verdict} | {vs_dense} |")
     return lines
 
 
