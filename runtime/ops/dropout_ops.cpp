@@ -44,10 +44,9 @@ inline uint64_t splitMix64(uint64_t key, uint64_t n) {
 }
 
 uint64_t drawKey() {
-  auto* generator =
-      at::get_generator_or_default<at::CPUGeneratorImpl>(std::nullopt, at::detail::getDefaultCPUGenerator());
-  std::lock_guard<std::mutex> lock(generator->mutex_);
-  return generator->random64();
+  auto generator = at::detail::getDefaultCPUGenerator();
+  std::lock_guard<std::mutex> lock(generator.mutex());
+  return generator.get<at::CPUGeneratorImpl>()->random64();
 }
 
 // y = x * scale where kept, 0 elsewhere; keep[i] says which. Element i

@@ -47,7 +47,7 @@ at::Tensor attention(const at::Tensor& query, const at::Tensor& key, const at::T
   const auto weights = std::get<1>(
       at::_scaled_dot_product_attention_math(query, key, value, mask, 0.0, is_causal, std::nullopt, scale, enable_gqa));
   auto values = value;
-  const int64_t heads = query.size(-3), value_heads = value.dim() >= 3 ? value.size(-3) : heads;
+  const int64_t heads = query.size(-3), value_heads = value.size(-3);
   if (enable_gqa && value_heads != heads) values = values.repeat_interleave(heads / value_heads, -3);
   return at::matmul(ops::dropout(weights, dropout_p, true), values);
 }

@@ -5,8 +5,8 @@
 // fused op is hfta::dropout: on the CPU a counter-based generator, eight
 // to nine times as fast as ATen's dropout in forward and four to five
 // times with backward (runtime/ops/dropout_ops.cpp, bench/dropout.py);
-// elsewhere ATen's dropout. In-place dropout stays ATen's. (Channel dropout is in
-// rules/pool.cpp.)
+// elsewhere ATen's dropout. In-place dropout stays ATen's. (Channel
+// dropout is in rules/pool.cpp.)
 #include "passes/fuse/rules/rules.h"
 #include "runtime/ops/op_kinds.h"
 
