@@ -61,6 +61,58 @@ void loadLocked(State& s) {
   }
 }
 
+// Each candidate's median seconds (-1 for one that throws): every
+// candidate runs once to warm up, then kRepeats rounds time each candidate
+// once in turn, as the harness alternates its ways, so that a burst of
+// another process's work slows the candidates it overlaps alike; timed one
+// candidate after another, a burst as long as one candidate's runs decides
+// the choice (on the shared 2-core machines here one process's rounds
+// swing by up to 1.5x). A candidate whose run takes kHopeless times the
+// round's fastest stops there, with that run's time.
+std::vector<double> interleavedMedians(const std::vector<std::function<void()>>& candidates) {
+  using Clock = std::chrono::steady_clock;
+  const size_t n = candidates.size();
+  std::vector<std::vector<double>> times(n);
+  std::vector<bool> running(n, true);
+  auto runOnce = [&](size_t c) -> std::optional<double> {
+    const auto start = Clock::now();
+    try {
+      candidates[c]();
+    } catch (const std::exception&) {
+      running[c] = false;  // a form this input cannot take is not a choice
+      times[c].clear();
+      return std::nullopt;
+    }
+    return std::chrono::duration<double>(Clock::now() - start).count();
+  };
+  for (size_t c = 0; c < n; ++c) runOnce(c);  // warm-up: first-use allocations, kernel selection
+  for (int r = 0; r < kRepeats; ++r) {
+    std::optional<double> round_best;
+    for (size_t c = 0; c < n; ++c) {
+      if (!running[c]) continue;
+      if (const auto t = runOnce(c)) {
+        times[c].push_back(*t);
+        round_best = std::min(round_best.value_or(*t), *t);
+      }
+    }
+    for (size_t c = 0; c < n; ++c) {
+      if (running[c] && times[c].back() > kHopeless * *round_best) running[c] = false;
+    }
+  }
+  std::vector<double> medians(n, -1);
+  for (size_t c = 0; c < n; ++c) {
+    auto& t = times[c];
+    if (t.empty()) continue;
+    if (t.size() < kRepeats) {
+      medians[c] = t.back();  // hopeless
+      continue;
+    }
+    std::nth_element(t.begin(), t.begin() + kRepeats / 2, t.end());
+    medians[c] = t[kRepeats / 2];
+  }
+  return medians;
+}
+
 }  // namespace
 
 bool enabled() {
@@ -151,17 +203,10 @@ size_t choose(const std::string& key, size_t heuristic, const std::vector<std::f
     if (it != s.chosen.end() && it->second < candidates.size()) return it->second;
   }
   // Measured outside the lock: a candidate may itself call choose().
-  std::vector<double> seconds;
+  const auto seconds = interleavedMedians(candidates);
   std::optional<size_t> fastest;
-  for (size_t c = 0; c < candidates.size(); ++c) {
-    double t = -1;
-    try {
-      t = medianSeconds(candidates[c], fastest ? std::optional(seconds[*fastest]) : std::nullopt);
-    } catch (const std::exception&) {
-      // A form this input cannot take is not a choice.
-    }
-    seconds.push_back(t);
-    if (t >= 0 && (!fastest || t < seconds[*fastest])) fastest = c;
+  for (size_t c = 0; c < seconds.size(); ++c) {
+    if (seconds[c] >= 0 && (!fastest || seconds[c] < seconds[*fastest])) fastest = c;
   }
   const size_t best = fastest.value_or(heuristic);
   std::lock_guard<std::mutex> lock(s.mutex);

@@ -35,10 +35,12 @@ void setEnabled(bool on);
 
 // The index of the fastest candidate for `key` (which names the op and
 // everything its speed depends on; the processor or GPU model is added
-// here): each candidate runs once to warm up, then up to 3 times, and the
-// median counts (a run 3x slower than the best median so far ends its
-// candidate's turn). `heuristic` when measurement is off. A candidate that
-// throws is never chosen (all throwing: `heuristic`).
+// here): each candidate runs once to warm up, then 3 rounds run each
+// candidate once in turn (a burst of another process's work slows the
+// candidates it overlaps alike), and the median counts; a run 3x slower
+// than its round's fastest ends its candidate's turn. `heuristic` when
+// measurement is off. A candidate that throws is never chosen (all
+// throwing: `heuristic`).
 size_t choose(const std::string& key, size_t heuristic, const std::vector<std::function<void()>>& candidates);
 
 // An op's choices by the numbers that decide them (its shapes, flags,
@@ -67,7 +69,7 @@ void appendTensor(Memo::Signature& signature, const at::Tensor& t);
 
 // The median seconds of `run` over 3 runs after a warm-up, or the time of
 // the first run that is hopeless (3x) against `best`, a median already
-// taken: how choose() times each candidate.
+// taken: how a segment plan's race times each mix of plans.
 double medianSeconds(const std::function<void()>& run, std::optional<double> best = std::nullopt);
 
 // Whether a fused op called now is differentiated (GradMode on, not in
