@@ -21,8 +21,8 @@ namespace {
 
 // Timed runs per candidate after the warm-up: the median of 3 shrugs off
 // one run that another process on a shared machine slowed down. A
-// candidate whose run takes kHopeless times the best median so far stops
-// there: it will not win, and forms that lose tend to lose by far (a
+// candidate whose run takes kHopeless times the fastest run of its round
+// stops there: it will not win, and forms that lose tend to lose by far (a
 // grouped convolution's weight gradient at 2.4x), so measuring costs little
 // more than running the winner.
 constexpr int kRepeats = 3;
