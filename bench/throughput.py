@@ -208,9 +208,11 @@ def plans_lines(plans):
     (F its fused ops, M the members' own ops) and every trial's median forward + backward time."""
     return ["", "Segment plans the fused arrays took (runtime/ops/segment_plan.h: per segment, F its fused ops, "
             "M the members' own ops; raced on a copy at the first call; forms.csv has each):", "",
-            "| model | B | plans | trials (median forward + backward, ms) |", "| --- | --- | --- | --- |"] + [
-        f"| {model} | {b} | {chosen} | " + ", ".join(f"{p} {t * 1e3:.1f}" for p, t in trials) + " |"
-        for (model, b), decided in plans.items() for chosen, trials in decided.values()]
+            "| model | B | plans | trials (median forward + backward, ms; in pairs: the best so far against its "
+            "challenger) |", "| --- | --- | --- | --- |"] + [
+        f"| {model} | {b} | {chosen} | " + "".join(
+            ("" if i == 0 else " against " if i % 2 else "; ") + f"{p} {t * 1e3:.1f}" for i, (p, t) in enumerate(trials))
+        + " |" for (model, b), decided in plans.items() for chosen, trials in decided.values()]
 
 
 def rounds_verdict(hfta, other):

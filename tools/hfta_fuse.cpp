@@ -19,11 +19,14 @@ std::string measuredPlans(const hfta::FusionReport& report) {
   if (decisions.empty()) {
     return "plans: none measured on this machine yet (the first call times them; F fused, M members)\n";
   }
-  std::string out = "plans measured (F fused, M members; median step time of each trial):\n";
+  std::string out =
+      "plans measured (F fused, M members; median step time of each mix, timed in pairs: the best so far against "
+      "its challenger):\n";
   for (const auto& d : decisions) {
     std::string trials;
-    for (const auto& [plans, seconds] : d.trials) {
-      trials += fmt::format("{}{} {:.3f} ms", trials.empty() ? "" : ", ", plans, seconds * 1e3);
+    for (size_t i = 0; i < d.trials.size(); ++i) {
+      const auto& [plans, seconds] = d.trials[i];
+      trials += fmt::format("{}{} {:.3f} ms", i == 0 ? "" : i % 2 ? " against " : "; ", plans, seconds * 1e3);
     }
     out += fmt::format("  {}  {}  ({})\n", d.plans, d.signature, trials);
   }

@@ -61,14 +61,13 @@ void loadLocked(State& s) {
   }
 }
 
-// Each candidate's median seconds (-1 for one that throws): every
-// candidate runs once to warm up, then kRepeats rounds time each candidate
-// once in turn, as the harness alternates its ways, so that a burst of
-// another process's work slows the candidates it overlaps alike; timed one
-// candidate after another, a burst as long as one candidate's runs decides
-// the choice (on the shared 2-core machines here one process's rounds
-// swing by up to 1.5x). A candidate whose run takes kHopeless times the
-// round's fastest stops there, with that run's time.
+}  // namespace
+
+// Why in turn: timed one candidate after another, a burst of another
+// process's work as long as one candidate's runs decides the choice (on
+// the shared 2-core machines here one process's rounds swing by up to
+// 1.5x); in turn, as the harness alternates its ways, it slows the
+// candidates it overlaps alike.
 std::vector<double> interleavedMedians(const std::vector<std::function<void()>>& candidates) {
   using Clock = std::chrono::steady_clock;
   const size_t n = candidates.size();
@@ -112,8 +111,6 @@ std::vector<double> interleavedMedians(const std::vector<std::function<void()>>&
   }
   return medians;
 }
-
-}  // namespace
 
 bool enabled() {
   auto& s = state();
@@ -162,20 +159,6 @@ std::string machine(const c10::Device& device) {
 #else
   return "cuda";  // (a build without CUDA runs nothing there)
 #endif
-}
-
-double medianSeconds(const std::function<void()>& run, std::optional<double> best) {
-  using Clock = std::chrono::steady_clock;
-  run();  // warm-up: first-use allocations, kernel selection
-  std::vector<double> times;
-  for (int r = 0; r < kRepeats; ++r) {
-    const auto start = Clock::now();
-    run();
-    times.push_back(std::chrono::duration<double>(Clock::now() - start).count());
-    if (best && times.back() > kHopeless * *best) return times.back();
-  }
-  std::nth_element(times.begin(), times.begin() + kRepeats / 2, times.end());
-  return times[kRepeats / 2];
 }
 
 bool recordsGradients() { return at::GradMode::is_enabled() && !c10::InferenceMode::is_enabled(); }

@@ -21,7 +21,6 @@
 #include <cstdint>
 #include <functional>
 #include <mutex>
-#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -67,10 +66,12 @@ class Memo {
 // dtype and device.
 void appendTensor(Memo::Signature& signature, const at::Tensor& t);
 
-// The median seconds of `run` over 3 runs after a warm-up, or the time of
-// the first run that is hopeless (3x) against `best`, a median already
-// taken: how a segment plan's race times each mix of plans.
-double medianSeconds(const std::function<void()>& run, std::optional<double> best = std::nullopt);
+// Each candidate's median seconds, timed as choose() times them (a
+// warm-up each, then 3 rounds that run each candidate once in turn): -1
+// for one that throws, and the time of the run that ended the turn of one
+// 3x slower than its round's fastest. How a segment plan's race compares
+// its mixes of plans.
+std::vector<double> interleavedMedians(const std::vector<std::function<void()>>& candidates);
 
 // Whether a fused op called now is differentiated (GradMode on, not in
 // inference mode): its forms are then timed forward and backward, and the

@@ -139,30 +139,24 @@ class KeepRandomState {
   std::vector<at::Tensor> cuda_;
 };
 
-// The median seconds of a forward (and backward, when gradients are
-// recorded) by `forward` with the plans `plans`, timed as the op forms are;
-// negative if it throws.
-double timeMix(const std::function<c10::IValue()>& forward, const std::vector<c10::IValue>& inputs,
-               const std::string& plans) {
-  const std::string* outer = racing;
-  racing = &plans;
-  double seconds = -1;  // a mix that cannot run is never chosen
-  try {
-    seconds = autotune::medianSeconds([&] {
-      const auto out = forward();
-      std::vector<at::Tensor> outputs;
-      if (autotune::recordsGradients()) collectFloating(out, outputs);
-      if (!outputs.empty()) {
-        at::Tensor total = outputs[0].sum().to(at::kFloat);
-        for (size_t i = 1; i < outputs.size(); ++i) total = total + outputs[i].sum().to(at::kFloat);
-        total.backward();
-      }
-      waitForDevice(inputs);
-    });
-  } catch (const std::exception&) {
+// One run of a forward (and backward, when gradients are recorded) by
+// `forward` with the plans `plans`.
+void runMix(const std::function<c10::IValue()>& forward, const std::vector<c10::IValue>& inputs,
+            const std::string& plans) {
+  struct Racing {  // (put back when the run throws, too)
+    const std::string* outer = racing;
+    explicit Racing(const std::string& plans) { racing = &plans; }
+    ~Racing() { racing = outer; }
+  } scope(plans);
+  const auto out = forward();
+  std::vector<at::Tensor> outputs;
+  if (autotune::recordsGradients()) collectFloating(out, outputs);
+  if (!outputs.empty()) {
+    at::Tensor total = outputs[0].sum().to(at::kFloat);
+    for (size_t i = 1; i < outputs.size(); ++i) total = total + outputs[i].sum().to(at::kFloat);
+    total.backward();
   }
-  racing = outer;
-  return seconds;
+  waitForDevice(inputs);
 }
 
 // The race for one signature, on a copy of the module.
@@ -191,8 +185,12 @@ std::string raceOnACopy(int64_t segments, const c10::IValue& self, const std::ve
     executor.run(stack);
     return stack.back();
   };
-  return race(
-      segments, [&](const std::string& plans) { return timeMix(forward, copies, plans); }, trials);
+  const auto compare = [&](const std::vector<std::string>& mixes) {
+    std::vector<std::function<void()>> runs;
+    for (const auto& plans : mixes) runs.push_back([&, plans] { runMix(forward, copies, plans); });
+    return autotune::interleavedMedians(runs);  // (a mix that throws: -1, never chosen)
+  };
+  return race(segments, compare, trials);
 }
 
 std::vector<int64_t> signatureOf(const std::vector<c10::IValue>& inputs) {
@@ -279,28 +277,27 @@ void setForced(std::optional<Plan> plan) {
   s.forced = plan;
 }
 
-std::string race(int64_t segments, const std::function<double(const std::string&)>& seconds, Trials& trials) {
+std::string race(int64_t segments, const Compare& compare, Trials& trials) {
   auto faster = [](double a, double b) { return a >= 0 && (b < 0 || a < b); };
+  // Each challenger is timed beside the best so far, in turn (compare), and
+  // wins by its median there: medians timed apart differ by more than most
+  // mixes do (a shared machine's rounds swing by up to 1.5x).
   std::string best(segments, 'F');
-  double best_seconds = seconds(best);
-  trials.emplace_back(best, best_seconds);
-  auto attempt = [&](const std::string& plans) {
+  auto challenge = [&](const std::string& plans) {
     const bool tried = std::any_of(trials.begin(), trials.end(), [&](const auto& t) { return t.first == plans; });
     if (tried) return;  // (flipping a segment back can give a mix tried already)
-    const double t = seconds(plans);
-    trials.emplace_back(plans, t);
-    if (faster(t, best_seconds)) {
-      best = plans;
-      best_seconds = t;
-    }
+    const auto medians = compare({best, plans});
+    trials.emplace_back(best, medians[0]);
+    trials.emplace_back(plans, medians[1]);
+    if (faster(medians[1], medians[0])) best = plans;
   };
-  attempt(std::string(segments, 'M'));
+  challenge(std::string(segments, 'M'));
   // One segment alone decides nothing more; otherwise each segment in turn
   // tries the other plan against the best so far.
   for (int64_t i = 0; segments > 1 && i < segments; ++i) {
     std::string flipped = best;
     flipped[i] = best[i] == 'F' ? 'M' : 'F';
-    attempt(flipped);
+    challenge(flipped);
   }
   return best;
 }

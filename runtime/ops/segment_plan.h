@@ -16,9 +16,10 @@
 // its first call for a signature (input shapes, dtype, device, grad mode),
 // runs a copy of the module's forward (and backward, when gradients are
 // recorded) on detached copies of the inputs, with the random generators'
-// state restored after, once per candidate mix of plans: fused everywhere
-// against the members everywhere, then each segment flipped against the
-// best so far (a warm-up, then the median of 3). The fastest mix is kept
+// state restored after: fused everywhere against the members everywhere,
+// then each segment flipped against the best so far, two mixes at a time
+// timed in turn as the op forms are (a warm-up each, then 3 rounds that run
+// each once; the median counts). The fastest mix is kept
 // for the graph, the signature and the machine, in memory and in
 // forms.json, and the call goes on with it.
 //
@@ -50,12 +51,14 @@ bool useFused(const std::string& graph, int64_t segment, int64_t segments, const
               const std::vector<c10::IValue>& inputs);
 
 // A race's trials: the plans of each segment ('F' fused, 'M' members) and
-// their time.
+// their median seconds, two to a comparison (the best so far, then its
+// challenger).
 using Trials = std::vector<std::pair<std::string, double>>;
-// The race itself, over `seconds` (the time of one run of a mix of plans;
-// negative where the mix failed): the fastest mix found, every trial in
-// `trials`.
-std::string race(int64_t segments, const std::function<double(const std::string&)>& seconds, Trials& trials);
+// The median seconds of each mix of plans, timed beside each other
+// (negative for a mix that fails).
+using Compare = std::function<std::vector<double>(const std::vector<std::string>&)>;
+// The race itself: the fastest mix found, every comparison in `trials`.
+std::string race(int64_t segments, const Compare& compare, Trials& trials);
 
 // What was decided for a graph, in forms.json and in this process: per
 // signature, the plan of each segment and the median seconds of every

@@ -145,20 +145,46 @@ TEST_F(SegmentPlans, ARecurrentLayerDrawsOnlyWithDropoutBetweenLayers) {
 
 // The race over synthetic times: segment 0 is faster fused, segment 1 on
 // the members; from fused everywhere the race tries the members
-// everywhere, then flips each segment, and ends on "FM".
+// everywhere, then flips each segment, and ends on "FM". Every challenger
+// is timed beside the best so far, in one comparison, never against a
+// median taken earlier.
 TEST_F(SegmentPlans, TheRaceEndsOnTheFastestMix) {
   auto seconds = [](const std::string& plans) { return (plans[0] == 'F' ? 1.0 : 2.0) + (plans[1] == 'M' ? 1.0 : 2.0); };
+  std::vector<std::vector<std::string>> compared;
+  auto compare = [&](const std::vector<std::string>& mixes) {
+    compared.push_back(mixes);
+    std::vector<double> medians;
+    for (const auto& plans : mixes) medians.push_back(seconds(plans));
+    return medians;
+  };
   segment_plan::Trials trials;
-  EXPECT_EQ(segment_plan::race(2, seconds, trials), "FM");
-  ASSERT_EQ(trials.size(), 4u);  // FF, MM, then each segment flipped from the best so far
+  EXPECT_EQ(segment_plan::race(2, compare, trials), "FM");
+  const std::vector<std::vector<std::string>> expected{{"FF", "MM"}, {"FF", "MF"}, {"FF", "FM"}};
+  EXPECT_EQ(compared, expected);  // a tie (MM) keeps the fused plan
+  ASSERT_EQ(trials.size(), 6u);
   EXPECT_EQ(trials[0], std::make_pair(std::string("FF"), 3.0));
-  EXPECT_EQ(trials[1], std::make_pair(std::string("MM"), 3.0));  // a tie keeps the fused plan
-  EXPECT_EQ(trials[2].first, "MF");
-  EXPECT_EQ(trials[3].first, "FM");
+  EXPECT_EQ(trials[1], std::make_pair(std::string("MM"), 3.0));
+  EXPECT_EQ(trials[5], std::make_pair(std::string("FM"), 2.0));
+  // What wins is decided within a comparison: here the machine slows down
+  // as the race goes on (each comparison's times 10x the one before), so
+  // that MM's median beats FM's taken later, yet FM wins beside MM.
+  double slowdown = 1;
+  auto slowing = [&](const std::vector<std::string>& mixes) {
+    slowdown *= 10;
+    std::vector<double> medians;
+    for (const auto& plans : mixes) medians.push_back(slowdown * seconds(plans) * (plans == "MM" ? 0.9 : 1.0));
+    return medians;
+  };
+  trials.clear();
+  EXPECT_EQ(segment_plan::race(2, slowing, trials), "FM");
   // A mix that fails (negative time) is never chosen.
   trials.clear();
   EXPECT_EQ(segment_plan::race(
-                1, [](const std::string& p) { return p == "M" ? -1.0 : 5.0; }, trials),
+                1,
+                [](const std::vector<std::string>&) {
+                  return std::vector<double>{5.0, -1.0};
+                },
+                trials),
             "F");
 }
 
@@ -197,9 +223,11 @@ TEST_F(SegmentPlans, TheFirstCallRacesOnACopyAndLeavesTrainingAsItWas) {
                                                           [](const auto& s) { return s.plans == "fused | members"; }));
   EXPECT_EQ(decisions[0].plans.size(), choosing);
   // Both everywhere, then each segment flipped (a mix tried already is not
-  // timed again).
-  EXPECT_LE(decisions[0].trials.size(), choosing + 2);
+  // timed again), each comparison two trials: the best so far, then its
+  // challenger.
+  EXPECT_LE(decisions[0].trials.size(), 2 * (choosing + 1));
   EXPECT_GE(decisions[0].trials.size(), 2u);
+  EXPECT_EQ(decisions[0].trials.size() % 2, 0u);
 
   segment_plan::forget();  // as a new process: the plans come from forms.json
   const auto [again, cached] = train();
