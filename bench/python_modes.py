@@ -19,6 +19,7 @@ import argparse
 import copy
 import json
 import os
+import resource
 import sys
 import time
 
@@ -34,6 +35,15 @@ import text  # noqa: E402,F401  (registers the Transformers)
 import torchvision_zoo  # noqa: E402,F401  (registers torchvision's classifiers)
 
 LR, MOMENTUM = 0.01, 0.9
+
+
+# The most warm-up steps --settle takes past --warmup (bench/settle.h says why a way settles).
+MAX_SETTLE_STEPS = 20
+
+
+def minor_page_faults():
+    """Pages this process has faulted in so far."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 
 
 def members_of(kind, count, width):
@@ -126,6 +136,9 @@ def main():
     parser.add_argument("--min-seconds", type=float, default=0.0,
                         help="a round goes on stepping until it has run this long (short steps time poorly)")
     parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--settle", action="store_true",
+                        help="after --warmup, warm up until a step maps almost no new memory (bench/settle.h's rule)"
+                        ", at most 20 steps more")
     parser.add_argument("--threads", type=int, default=0)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--amp", choices=["bfloat16", "float16"], help="autocast dtype (float16: loss scaling)")
@@ -150,9 +163,17 @@ def main():
         if device.type == "cuda":
             torch.cuda.synchronize()
 
-    for step in ways.values():
-        run(step, args.warmup)
     result = {}
+    for mode, step in ways.items():
+        run(step, args.warmup)
+        taken = args.warmup
+        while args.settle and taken < args.warmup + MAX_SETTLE_STEPS:
+            before = minor_page_faults()
+            run(step, 1)
+            taken += 1
+            if (minor_page_faults() - before) * 100 < before:  # under 1% of the pages mapped so far: settled
+                break
+        result[mode] = {"warmup_steps": taken, "samples_per_s": [], "start": [], "end": [], "samples": []}
     for _ in range(args.rounds):
         for mode, step in ways.items():
             start, steps = time.time(), 0
@@ -161,7 +182,7 @@ def main():
                 steps += args.steps
             end = time.time()
             samples = args.members * args.batch * steps
-            entry = result.setdefault(mode, {"samples_per_s": [], "start": [], "end": [], "samples": []})
+            entry = result[mode]
             entry["samples_per_s"].append(samples / (end - start))
             entry["start"].append(start)
             entry["end"].append(end)

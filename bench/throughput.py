@@ -2,7 +2,8 @@
 measured side by side (issue 6's harness).
 
 For each model and array size B it measures samples per second summed over
-the B members, after warm-up, for:
+the B members, after warm-up (--warmup steps, then more until a step maps
+almost no new memory: bench/settle.h), for:
   serial      the B members as LibTorch modules stepped one after another
   concurrent  B processes, each training one member, started together
   hfta        the fused module from hfta-fuse with the fused SGD
@@ -102,9 +103,10 @@ def measure(args, model, array_size, workdir):
         subprocess.run([os.path.join(args.build, "tools", "hfta-fuse"), *members, "-o", fused_path], check=True,
                        stdout=subprocess.DEVNULL)
         fused = ["--fused", fused_path]
-    def settings(steps, warmup, min_seconds=args.min_seconds):
+    def settings(steps, warmup, min_seconds=args.min_seconds, settle=True):
         timed = ["--batch", str(batch), "--input-shape", shape, "--rounds", "1", "--steps", str(steps),
                  "--min-seconds", str(min_seconds), "--warmup", str(warmup), "--device", args.device]
+        timed += ["--settle"] if settle else []
         timed += ["--amp", args.amp] if args.amp else []
         return timed + (["--tokens", str(TOKENS[model])] if model in TOKENS else [])
 
@@ -168,7 +170,7 @@ def measure(args, model, array_size, workdir):
         for key, files, way, executor in (("hfta", members + fused, "hfta", "default"),
                                           ("member", members[:1], "single", "simple"),
                                           ("member_profiling", members[:1], "single", "profiling")):
-            result = run_json([train_modes, *files, "--modes", way, *settings(1, 1, 0), "--threads", str(args.threads),
+            result = run_json([train_modes, *files, "--modes", way, *settings(1, 1, 0, settle=False), "--threads", str(args.threads),
                                "--executor", executor, "--memory"])
             peak[key] = result["memory"]["peak_bytes"]
         memory = {"hfta_bytes": peak["hfta"], "member_bytes": peak["member"],
@@ -362,7 +364,9 @@ def main():
     parser.add_argument("--arrays", help="array sizes B (default: each model's list)")
     parser.add_argument("--modes", default=",".join(MODES))
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--warmup", type=int, default=2, help="untimed steps per way in each process")
+    parser.add_argument("--warmup", type=int, default=2,
+                        help="untimed steps per way in each process, then more until a step maps almost no new "
+                        "memory (bench/settle.h)")
     parser.add_argument("--min-seconds", type=float, default=1.0,
                         help="each way's round steps on until it has run this long (a fast machine's 10 steps "
                         "of LeNet last 50 ms, too short to time well)")

@@ -15,7 +15,7 @@
 // array, torch.amp.GradScaler's rule per model for the others).
 //
 //   train_modes MEMBER.pt... --modes serial,hfta,dense [--fused F.pt] [--batch N]
-//       [--input-shape 3,32,32] [--rounds R] [--steps S] [--min-seconds T] [--warmup W] [--threads T]
+//       [--input-shape 3,32,32] [--rounds R] [--steps S] [--min-seconds T] [--warmup W] [--settle] [--threads T]
 //       [--device cpu|cuda] [--amp bfloat16|float16] [--tokens V] [--memory]
 //       [--executor default|profiling|simple]
 // --memory adds the peak of tensor memory the process held (bench/peak_memory.h):
@@ -34,6 +34,7 @@
 #include <map>
 
 #include "bench/peak_memory.h"
+#include "bench/settle.h"
 #include "hfta/hfta.h"
 #include "runtime/ops/autocast.h"
 #include "runtime/optim/grad_scaler.h"
@@ -120,7 +121,7 @@ int main(int argc, char** argv) {
   int rounds = 3, steps = 5, warmup = 3, threads = 0;
   double min_seconds = 0;
   std::string amp;
-  bool memory = false;
+  bool memory = false, settle = false;
   std::string executor = "default";
   app.add_option("members", paths, "the B member files")->required();
   app.add_option("--modes", modes, "serial, hfta, dense, single (comma-separated)")->delimiter(',')->required();
@@ -133,6 +134,9 @@ int main(int argc, char** argv) {
   app.add_option("--min-seconds", min_seconds,
                  "a round goes on, --steps at a time, until it has run this long (short steps time poorly)");
   app.add_option("--warmup", warmup, "untimed steps of each way first (the profiling executor's runs)");
+  app.add_flag("--settle", settle,
+               "after --warmup, warm up until a step maps almost no new memory (bench/settle.h), at most 20 "
+               "steps more; the JSON says how many warm-up steps each way took");
   app.add_option("--threads", threads, "intra-op threads (default: all cores)");
   app.add_option("--device", device_name, "cpu or cuda");
   app.add_option("--amp", amp, "autocast's dtype: bfloat16, or float16 (with loss scaling)")
@@ -262,8 +266,18 @@ int main(int argc, char** argv) {
       for (int i = 0; i < count; ++i) way.step();
       if (cuda) torch::cuda::synchronize();
     };
-    for (const auto& [mode, way] : ways) run(way, warmup);
     nlohmann::json result;
+    for (const auto& [mode, way] : ways) {
+      run(way, warmup);
+      int taken = warmup;
+      while (settle && taken < warmup + hfta::bench::kMaxSettleSteps) {
+        const long before = hfta::bench::minorPageFaults();
+        run(way, 1);
+        ++taken;
+        if (hfta::bench::settled(hfta::bench::minorPageFaults() - before, before)) break;
+      }
+      result[mode]["warmup_steps"] = taken;
+    }
     for (int r = 0; r < rounds; ++r) {
       for (const auto& mode : modes) {
         const double start = wallSeconds();
