@@ -37,7 +37,7 @@ import torchvision_zoo  # noqa: E402,F401  (registers torchvision's classifiers)
 LR, MOMENTUM = 0.01, 0.9
 
 
-# The most warm-up steps --settle takes past --warmup (bench/settle.h says why a way settles).
+# The most warm-up steps --settle takes past --warmup (support/allocator.h says why a way settles).
 MAX_SETTLE_STEPS = 20
 
 
@@ -137,7 +137,7 @@ def main():
                         help="a round goes on stepping until it has run this long (short steps time poorly)")
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--settle", action="store_true",
-                        help="after --warmup, warm up until a step maps almost no new memory (bench/settle.h's rule)"
+                        help="after --warmup, warm up until a step maps almost no new memory (support/allocator.h's rule)"
                         ", at most 20 steps more")
     parser.add_argument("--threads", type=int, default=0)
     parser.add_argument("--device", default="cpu")

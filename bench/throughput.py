@@ -3,7 +3,7 @@ measured side by side (issue 6's harness).
 
 For each model and array size B it measures samples per second summed over
 the B members, after warm-up (--warmup steps, then more until a step maps
-almost no new memory: bench/settle.h), for:
+almost no new memory: support/allocator.h), for:
   serial      the B members as LibTorch modules stepped one after another
   concurrent  B processes, each training one member, started together
   hfta        the fused module from hfta-fuse with the fused SGD
@@ -366,7 +366,7 @@ def main():
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--warmup", type=int, default=2,
                         help="untimed steps per way in each process, then more until a step maps almost no new "
-                        "memory (bench/settle.h)")
+                        "memory (support/allocator.h)")
     parser.add_argument("--min-seconds", type=float, default=1.0,
                         help="each way's round steps on until it has run this long (a fast machine's 10 steps "
                         "of LeNet last 50 ms, too short to time well)")

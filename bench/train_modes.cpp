@@ -34,7 +34,6 @@
 #include <map>
 
 #include "bench/peak_memory.h"
-#include "bench/settle.h"
 #include "hfta/hfta.h"
 #include "runtime/ops/autocast.h"
 #include "runtime/optim/grad_scaler.h"
@@ -44,6 +43,9 @@
 namespace {
 
 constexpr double kLr = 0.01, kMomentum = 0.9;
+// The most warm-up steps --settle takes past --warmup: the word LM's
+// members (B = 8) took four past the harness's two.
+constexpr int kMaxSettleSteps = 20;
 
 std::vector<at::Tensor> parametersOf(const torch::jit::Module& m) {
   std::vector<at::Tensor> params;
@@ -135,8 +137,8 @@ int main(int argc, char** argv) {
                  "a round goes on, --steps at a time, until it has run this long (short steps time poorly)");
   app.add_option("--warmup", warmup, "untimed steps of each way first (the profiling executor's runs)");
   app.add_flag("--settle", settle,
-               "after --warmup, warm up until a step maps almost no new memory (bench/settle.h), at most 20 "
-               "steps more; the JSON says how many warm-up steps each way took");
+               "after --warmup, warm up until a step maps almost no new memory (hfta::runUntilSettled), at most "
+               "20 steps more; the JSON says how many warm-up steps each way took");
   app.add_option("--threads", threads, "intra-op threads (default: all cores)");
   app.add_option("--device", device_name, "cpu or cuda");
   app.add_option("--amp", amp, "autocast's dtype: bfloat16, or float16 (with loss scaling)")
@@ -269,14 +271,8 @@ int main(int argc, char** argv) {
     nlohmann::json result;
     for (const auto& [mode, way] : ways) {
       run(way, warmup);
-      int taken = warmup;
-      while (settle && taken < warmup + hfta::bench::kMaxSettleSteps) {
-        const long before = hfta::bench::minorPageFaults();
-        run(way, 1);
-        ++taken;
-        if (hfta::bench::settled(hfta::bench::minorPageFaults() - before, before)) break;
-      }
-      result[mode]["warmup_steps"] = taken;
+      const int settling = settle ? hfta::runUntilSettled([&, &way = way] { run(way, 1); }, kMaxSettleSteps) : 0;
+      result[mode]["warmup_steps"] = warmup + settling;
     }
     for (int r = 0; r < rounds; ++r) {
       for (const auto& mode : modes) {

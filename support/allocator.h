@@ -9,6 +9,8 @@
 // kept for reuse, 380 against 374 (ResNet-18, B = 4: 31.4 -> 35.0 against
 // 35; bench/README.md). PyTorch's CUDA caching allocator keeps GPU memory
 // the same way.
+#include <functional>
+
 namespace hfta {
 
 // Makes malloc serve large blocks from its heap and keep freed memory for
@@ -23,5 +25,20 @@ namespace hfta {
 // MALLOC_TRIM_THRESHOLD_=1099511627776 (1 TiB) in its environment.
 // Does nothing on a C library other than glibc.
 void keepLargeAllocations();
+
+// Pages this process has faulted in so far (minor faults: no disk read).
+long minorPageFaults();
+
+// Runs `run` until one run faults in fewer pages than 1% of those the
+// process faulted in before it, at most `max_runs` times, and returns the
+// runs made: until the work has settled, its memory mapped and kept. Its
+// first runs map what they allocate, and on the 2-core VMs here a page
+// faulted in costs 4-15 us: the word LM's fused array (B = 8) faulted in
+// 10 GB (2.5 million pages) over its first four steps, each at 1.7-2x a
+// settled step's time, and its members stepped one after another faulted
+// pages in until their fifth. A settled run faults in none, or a stray few
+// hundred pages. How the throughput harness warms each way up and the
+// segment plans' race each mix (runtime/ops/segment_plan.h).
+int runUntilSettled(const std::function<void()>& run, int max_runs);
 
 }  // namespace hfta

@@ -18,8 +18,9 @@
 // recorded) on detached copies of the inputs, with the random generators'
 // state restored after: fused everywhere against the members everywhere,
 // then each segment flipped against the best so far, two mixes at a time
-// timed in turn as the op forms are (a warm-up each, then 3 rounds that run
-// each once; the median counts). The fastest mix is kept
+// timed in turn as the op forms are (each run until it maps almost no new
+// memory, then 3 rounds that run each once; the median counts). The fastest
+// mix is kept
 // for the graph, the signature and the machine, in memory and in
 // forms.json, and the call goes on with it.
 //
