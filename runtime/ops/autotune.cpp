@@ -14,6 +14,7 @@
 #include <mutex>
 #include <optional>
 
+#include "support/allocator.h"
 #include "support/measurement_cache.h"
 
 namespace hfta::autotune {
@@ -68,7 +69,7 @@ void loadLocked(State& s) {
 // the shared 2-core machines here one process's rounds swing by up to
 // 1.5x); in turn, as the harness alternates its ways, it slows the
 // candidates it overlaps alike.
-std::vector<double> interleavedMedians(const std::vector<std::function<void()>>& candidates) {
+std::vector<double> interleavedMedians(const std::vector<std::function<void()>>& candidates, int warm_up_runs) {
   using Clock = std::chrono::steady_clock;
   const size_t n = candidates.size();
   std::vector<std::vector<double>> times(n);
@@ -84,7 +85,15 @@ std::vector<double> interleavedMedians(const std::vector<std::function<void()>>&
     }
     return std::chrono::duration<double>(Clock::now() - start).count();
   };
-  for (size_t c = 0; c < n; ++c) runOnce(c);  // warm-up: first-use allocations, kernel selection
+  // Warm-up: first-use allocations, kernel selection, and (given more than
+  // one run) the memory a first step maps.
+  for (size_t c = 0; c < n; ++c) {
+    runUntilSettled(
+        [&] {
+          if (running[c]) runOnce(c);
+        },
+        warm_up_runs);
+  }
   for (int r = 0; r < kRepeats; ++r) {
     std::optional<double> round_best;
     for (size_t c = 0; c < n; ++c) {

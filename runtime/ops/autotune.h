@@ -70,8 +70,10 @@ void appendTensor(Memo::Signature& signature, const at::Tensor& t);
 // warm-up each, then 3 rounds that run each candidate once in turn): -1
 // for one that throws, and the time of the run that ended the turn of one
 // 3x slower than its round's fastest. How a segment plan's race compares
-// its mixes of plans.
-std::vector<double> interleavedMedians(const std::vector<std::function<void()>>& candidates);
+// its mixes of plans, with a warm-up of up to `warm_up_runs` runs, until
+// a run maps almost no new memory (hfta::runUntilSettled); choose() warms
+// up with one run.
+std::vector<double> interleavedMedians(const std::vector<std::function<void()>>& candidates, int warm_up_runs = 1);
 
 // Whether a fused op called now is differentiated (GradMode on, not in
 // inference mode): its forms are then timed forward and backward, and the

@@ -22,7 +22,6 @@
 #include "runtime/ops/autotune.h"
 #include "runtime/ops/ops.h"
 #include "runtime/ops/sync_batch_norm.h"
-#include "support/allocator.h"
 #include "support/measurement_cache.h"
 #include "support/stable_hash.h"
 #include "support/user_error.h"
@@ -140,11 +139,11 @@ class KeepRandomState {
   std::vector<at::Tensor> cuda_;
 };
 
-// The most runs a mix takes to settle before it is timed: the race runs
-// on the first call, while the process's heap still grows, and a mix timed
-// while it faults in new pages pays what a settled step does not (the
-// word LM's fused array, B = 8, faulted for four steps at up to 2x a
-// settled step's time; support/allocator.h).
+// The most warm-up runs a mix takes to settle before it is timed: the
+// race runs on the first call, while the process's heap still grows, and
+// a mix timed while it faults in new pages pays what a settled step does
+// not (the word LM's fused array, B = 8, faulted for four steps at up to
+// 2x a settled step's time; support/allocator.h).
 constexpr int kMaxSettleRuns = 5;
 
 // One run of a forward (and backward, when gradients are recorded) by
@@ -196,13 +195,7 @@ std::string raceOnACopy(int64_t segments, const c10::IValue& self, const std::ve
   const auto compare = [&](const std::vector<std::string>& mixes) {
     std::vector<std::function<void()>> runs;
     for (const auto& plans : mixes) runs.push_back([&, plans] { runMix(forward, copies, plans); });
-    for (const auto& run : runs) {
-      try {
-        runUntilSettled(run, kMaxSettleRuns);
-      } catch (const std::exception&) {  // (it throws again below, and is never chosen)
-      }
-    }
-    return autotune::interleavedMedians(runs);  // (a mix that throws: -1)
+    return autotune::interleavedMedians(runs, kMaxSettleRuns);  // (a mix that throws: -1)
   };
   return race(segments, compare, trials);
 }
