@@ -57,6 +57,11 @@ class Autotune : public ::testing::Test {
     expectSameValues(chosen, one, one, what);
     expectSameValues(chosen, other, one, what);
   }
+  // The slow candidate is hopeless after one timed run (kHopeless = 3 times
+  // the fastest run of its round) unless the fast one's sleep overruns by
+  // 18 ms; under ctest -j 2 on a loaded 2-core machine sleeps overran by
+  // the 4 ms that a 1 ms against 5 ms pair once left.
+  static constexpr double kFastMs = 2, kSlowMs = 60;
   // A candidate that takes `ms` milliseconds and counts its runs.
   static std::function<void()> sleeper(double ms, int* runs) {
     return [ms, runs] {
@@ -69,12 +74,12 @@ class Autotune : public ::testing::Test {
 
 TEST_F(Autotune, ChoosesTheFasterCandidateOnceAndRemembersIt) {
   int slow = 0, fast = 0;
-  // 20 ms against 1 ms: no scheduler noise on a shared machine reverses a
-  // 20x gap over the median of three runs.
-  EXPECT_EQ(autotune::choose("op|a", 0, {sleeper(20, &slow), sleeper(1, &fast)}), 1u);
+  // A 30x gap: no scheduler noise on a shared machine reverses it over the
+  // median of three runs.
+  EXPECT_EQ(autotune::choose("op|a", 0, {sleeper(kSlowMs, &slow), sleeper(kFastMs, &fast)}), 1u);
   EXPECT_EQ(fast, 4);  // one warm-up, three timed
-  EXPECT_EQ(slow, 2);  // one warm-up, one timed run 20x the fastest of its round
-  EXPECT_EQ(autotune::choose("op|a", 0, {sleeper(20, &slow), sleeper(1, &fast)}), 1u);
+  EXPECT_EQ(slow, 2);  // one warm-up, one timed run 30x the fastest of its round
+  EXPECT_EQ(autotune::choose("op|a", 0, {sleeper(kSlowMs, &slow), sleeper(kFastMs, &fast)}), 1u);
   EXPECT_EQ(slow + fast, 6);  // not measured again
 }
 
@@ -92,7 +97,7 @@ TEST_F(Autotune, AMemoBuildsTheKeyOncePerSignature) {
   };
   const auto candidates = [&] {
     ++builds;
-    return std::vector<std::function<void()>>{sleeper(20, &slow), sleeper(1, &fast)};
+    return std::vector<std::function<void()>>{sleeper(kSlowMs, &slow), sleeper(kFastMs, &fast)};
   };
   const autotune::Memo::Signature a{1, 2, 3}, b{1, 2, 4};
   EXPECT_EQ(memo.choose(a, 0, key("memo|a"), candidates), 1u);
@@ -109,35 +114,37 @@ TEST_F(Autotune, AMemoBuildsTheKeyOncePerSignature) {
 
 TEST_F(Autotune, AHopelessCandidateStopsAfterOneTimedRun) {
   int fast = 0, slow = 0;
-  EXPECT_EQ(autotune::choose("op|f", 1, {sleeper(1, &fast), sleeper(20, &slow)}), 0u);
+  EXPECT_EQ(autotune::choose("op|f", 1, {sleeper(kFastMs, &fast), sleeper(kSlowMs, &slow)}), 0u);
   EXPECT_EQ(fast, 4);
-  EXPECT_EQ(slow, 2);  // warm-up and one run 20x the fastest of its round
+  EXPECT_EQ(slow, 2);  // warm-up and one run 30x the fastest of its round
 }
 
 // A burst of another process's work that lasts as long as one candidate's
 // timed runs: timed one candidate after the other, it would fall on the
-// faster one alone (calls 1-3 below: its three timed runs, 33 ms each
-// against the other's 5) and choose the slower; timed in turn, it slows
+// faster one alone (calls 1-3 below: its three timed runs, 330 ms each
+// against the other's 50) and choose the slower; timed in turn, it slows
 // both candidates' runs of one round, and the medians keep the faster.
+// (30 ms against 50: neither is hopeless unless a sleep overruns by 40 ms;
+// 3 against 5 failed on CI once, a 5 ms sleep overrunning by 4.)
 TEST_F(Autotune, ABurstAsLongAsOneCandidatesRunsDoesNotChoose) {
   int calls = 0;
   const auto machine = [&calls](double ms) {
     return [ms, &calls] {
       const bool burst = calls >= 1 && calls <= 3;
       ++calls;
-      std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(ms + (burst ? 30 : 0)));
+      std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(ms + (burst ? 300 : 0)));
     };
   };
-  EXPECT_EQ(autotune::choose("op|burst", 1, {machine(3), machine(5)}), 0u);
+  EXPECT_EQ(autotune::choose("op|burst", 1, {machine(30), machine(50)}), 0u);
   EXPECT_EQ(calls, 8);  // a warm-up and three timed runs each
 }
 
 TEST_F(Autotune, ALaterProcessTakesTheChoiceFromTheCache) {
   int a = 0, b = 0;
-  ASSERT_EQ(autotune::choose("op|b", 0, {sleeper(20, &a), sleeper(1, &b)}), 1u);
+  ASSERT_EQ(autotune::choose("op|b", 0, {sleeper(kSlowMs, &a), sleeper(kFastMs, &b)}), 1u);
   autotune::forget();  // as a new process starts: the file only
   int c = 0, d = 0;
-  EXPECT_EQ(autotune::choose("op|b", 0, {sleeper(1, &c), sleeper(20, &d)}), 1u);
+  EXPECT_EQ(autotune::choose("op|b", 0, {sleeper(kFastMs, &c), sleeper(kSlowMs, &d)}), 1u);
   EXPECT_EQ(c + d, 0);
   EXPECT_NE(cacheText().find("\"op|b\""), std::string::npos) << cacheText();
 }
@@ -145,7 +152,7 @@ TEST_F(Autotune, ALaterProcessTakesTheChoiceFromTheCache) {
 TEST_F(Autotune, OffTheHeuristicDecidesAndNothingRuns) {
   autotune::setEnabled(false);
   int a = 0, b = 0;
-  EXPECT_EQ(autotune::choose("op|c", 1, {sleeper(1, &a), sleeper(20, &b)}), 1u);
+  EXPECT_EQ(autotune::choose("op|c", 1, {sleeper(kFastMs, &a), sleeper(kSlowMs, &b)}), 1u);
   EXPECT_EQ(a + b, 0);
 }
 
@@ -159,7 +166,7 @@ TEST_F(Autotune, AnUnreadableCacheIsMeasuredAnew) {
   std::ofstream(dir_ / "forms.json") << "{ not json";
   autotune::forget();
   int a = 0, b = 0;
-  EXPECT_EQ(autotune::choose("op|e", 0, {sleeper(20, &a), sleeper(1, &b)}), 1u);
+  EXPECT_EQ(autotune::choose("op|e", 0, {sleeper(kSlowMs, &a), sleeper(kFastMs, &b)}), 1u);
   EXPECT_EQ(b, 4);  // measured: a warm-up and three timed runs
 }
 
