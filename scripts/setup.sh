@@ -3,9 +3,10 @@
 #   Debian packages (compilers, Python's headers (hfta's Python extension), fmt,
 #   CLI11, nlohmann-json, GoogleTest, FileCheck,
 #   clang-format, gloo's headers (libgloo-dev: the torch wheel has c10d's Gloo
-#   backend but not the gloo headers its header includes), and fortunes:
-#   English text that becomes .data/fortunes, hfta-train's default text
-#   corpus in WikiText-2's format)
+#   backend but not the gloo headers its header includes), fortunes
+#   (English text that becomes .data/fortunes, hfta-train's default text
+#   corpus in WikiText-2's format) and ccache (the build compiles through
+#   it, so a fresh clone takes what another clone compiled))
 #   and a project-local virtual environment (.venv) with the pinned torch,
 #   from whose wheel LibTorch is taken, plus cmake, ninja, lit,
 #   scikit-learn (whose 8x8 digits become .data/digits.pt, hfta-train's
@@ -21,7 +22,8 @@ readonly TORCH_VERSION=2.11.0
 readonly TORCHVISION_VERSION=0.26.0  # the release for torch 2.11.0
 readonly TRANSFORMERS_VERSION=5.25.0  # tiny GPT-2 and BERT in the torch.export tests
 readonly APT_PACKAGES=(g++ make git python3 python3-venv python3-dev ninja-build libfmt-dev
-  libcli11-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev llvm-14-tools clang-format fortunes libgloo-dev)
+  libcli11-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev llvm-14-tools clang-format fortunes libgloo-dev
+  ccache)
 
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do

@@ -32,8 +32,8 @@ def write(out_dir, kind, make_model, example, one_mode=False):
         warnings.filterwarnings("ignore", message=".*deprecated.*")
         for b in range(MEMBERS):
             model = make_model(b)
-            programs = hfta_export.export_programs(model, (example,))
-            hfta_export.export(model, (example,), os.path.join(out_dir, f"{kind}_{b}.pt2"))
+            programs = hfta_export.export_programs(model, (example,))  # what hfta.export saves
+            hfta_export.save_programs(programs, os.path.join(out_dir, f"{kind}_{b}.pt2"))
             if one_mode:
                 torch.export.save(programs["train"], os.path.join(out_dir, f"{kind}_train_only_{b}.pt2"))
                 torch.export.save(programs["eval"], os.path.join(out_dir, f"{kind}_eval_only_{b}.pt2"))
