@@ -10,6 +10,11 @@
 #  - CCACHE_MAXSIZE: the 25 headers of build/ and the wheel take 2.4 GB, and
 #    ccache cleans each of its 16 folders at a 16th of the size, so at the
 #    default 5 GB a folder that drew four of them evicted one.
+# What it does not speed up: a build folder that already holds a target's
+# .gch. CMake compiles the header with `-include` of itself, so ccache
+# hashes the .gch found there into that compile, and a new one changes
+# every object's hash after it (a build folder made before ccache rebuilt
+# everything once, with two hits in 125). Fresh folders find none.
 # -DHFTA_CCACHE=OFF builds without it.
 option(HFTA_CCACHE "Compile through ccache when it is installed" ON)
 if(HFTA_CCACHE)
