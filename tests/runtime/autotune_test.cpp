@@ -59,8 +59,8 @@ class Autotune : public ::testing::Test {
   }
   // The slow candidate is hopeless after one timed run (kHopeless = 3 times
   // the fastest run of its round) unless the fast one's sleep overruns by
-  // 18 ms; under ctest -j 2 on a loaded 2-core machine sleeps overran by
-  // the 4 ms that a 1 ms against 5 ms pair once left.
+  // 18 ms; under ctest -j 2 on a loaded 2-core machine, sleeps of a few
+  // ms have overrun by 4 (ABurstAsLongAsOneCandidatesRunsDoesNotChoose).
   static constexpr double kFastMs = 2, kSlowMs = 60;
   // A candidate that takes `ms` milliseconds and counts its runs.
   static std::function<void()> sleeper(double ms, int* runs) {
