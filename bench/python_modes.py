@@ -7,8 +7,9 @@ as one JSON object, like bench/train_modes. The ways:
          update a buffer per member in place), so it does less work than
          the others for models with batch norm.
   eager  the B members as plain PyTorch modules, stepped one after another.
-A step is the same as train_modes': forward, each member's MSE against a
-fixed random target (summed), backward, SGD with momentum 0.9. With --amp
+A step is the same as train_modes': forward, each member's loss against a
+fixed random target (summed; cross entropy against token ids for the text
+models, MSE otherwise), backward, SGD with momentum 0.9. With --amp
 the forward runs under torch.autocast (bfloat16, or float16 with
 torch.amp.GradScaler: one per member in eager, one for the stacked
 parameters in vmap, whose members share one loss).
@@ -68,6 +69,21 @@ def main_output(out):
     return out[0] if isinstance(out, tuple) else out
 
 
+def member_losses(out, target, members, token_scores):
+    """Each member's loss (`members` values) of outputs `out` ([N, ...], or
+    [B, N, ...] stacked) against `target` (None: drawn now, returned too), as
+    train_modes' memberLosses: cross entropy against random token ids where
+    the outputs score the vocabulary (the text models), MSE otherwise."""
+    out = out.float()
+    if not token_scores:
+        target = torch.randn_like(out) if target is None else target
+        return (out - target).pow(2).reshape(members, -1).mean(1), target
+    vocabulary = out.size(-1)
+    target = torch.randint(vocabulary, out.shape[:-1], device=out.device) if target is None else target
+    losses = nn.functional.cross_entropy(out.reshape(-1, vocabulary), target.reshape(-1), reduction="none")
+    return losses.reshape(members, -1).mean(1), target
+
+
 def amp_context(device, dtype):
     """The forward's autocast (dtype None: none)."""
     return torch.autocast(device.type, dtype=dtype or torch.float32, enabled=dtype is not None)
@@ -77,7 +93,7 @@ def scaler_for(device, dtype):
     return torch.amp.GradScaler(device.type, enabled=dtype == torch.float16)
 
 
-def vmap_way(models, x, device, amp):
+def vmap_way(models, x, device, amp, text):
     models = [without_running_stats(m).to(device) for m in models]
     params, buffers = torch.func.stack_module_state(models)
     base = copy.deepcopy(models[0]).to("meta")
@@ -94,16 +110,15 @@ def vmap_way(models, x, device, amp):
         nonlocal target
         opt.zero_grad()
         with amp_context(device, amp):
-            out = main_output(run(params, buffers, x)).float()
-        if target is None:
-            target = torch.randn_like(out)
-        scaler.scale((out - target).pow(2).flatten(1).mean(1).sum()).backward()
+            out = main_output(run(params, buffers, x))
+        losses, target = member_losses(out, target, len(models), text)
+        scaler.scale(losses.sum()).backward()
         scaler.step(opt)
         scaler.update()
     return step
 
 
-def eager_way(models, x, device, amp):
+def eager_way(models, x, device, amp, text):
     models = [m.to(device) for m in models]
     opts = [torch.optim.SGD(m.parameters(), lr=LR, momentum=MOMENTUM) for m in models]
     scalers = [scaler_for(device, amp) for _ in models]
@@ -113,10 +128,9 @@ def eager_way(models, x, device, amp):
         for b, (m, opt, scaler) in enumerate(zip(models, opts, scalers)):
             opt.zero_grad()
             with amp_context(device, amp):
-                out = main_output(m(x[b])).float()
-            if targets[b] is None:
-                targets[b] = torch.randn_like(out)
-            scaler.scale((out - targets[b]).pow(2).mean()).backward()
+                out = main_output(m(x[b]))
+            loss, targets[b] = member_losses(out, targets[b], 1, text)
+            scaler.scale(loss.sum()).backward()
             scaler.step(opt)
             scaler.update()
     return step
@@ -154,7 +168,7 @@ def main():
         x = torch.randn([args.members, args.batch, *shape], device=device)
     makers = {"vmap": vmap_way, "eager": eager_way}
     amp = getattr(torch, args.amp) if args.amp else None
-    ways = {mode: makers[mode](members_of(args.kind, args.members, args.width), x, device, amp)
+    ways = {mode: makers[mode](members_of(args.kind, args.members, args.width), x, device, amp, args.tokens > 0)
             for mode in args.modes.split(",")}
 
     def run(step, count):

@@ -8,8 +8,10 @@
 //   single  member 0 alone at batch N: one of the B processes of the
 //           "concurrent" way (the driver starts them together)
 // Several ways in one run are timed in alternating rounds, so machine noise
-// hits them alike. A step: forward, each member's MSE against a fixed random
-// target (the members' losses summed), backward, SGD with momentum 0.9.
+// hits them alike. A step: forward, each member's loss against a fixed random
+// target (the members' losses summed), backward, SGD with momentum 0.9. The
+// loss is hfta-train's: cross entropy against random token ids for the text
+// models (--tokens), MSE against random values for the others.
 // With --amp the forward runs under autocast (bfloat16, or float16 with loss
 // scaling: hfta::optim::FusedGradScaler's scale per member for the fused
 // array, torch.amp.GradScaler's rule per model for the others).
@@ -73,11 +75,28 @@ at::Tensor mainOutput(const c10::IValue& out) {
   return out.isTuple() ? out.toTupleRef().elements()[0].toTensor() : out.toTensor();
 }
 
-// A member's loss: MSE of its outputs against `target` (drawn once, the
-// shape of the outputs).
-at::Tensor mse(const at::Tensor& out, at::Tensor& target) {
-  if (!target.defined()) target = torch::randn(out.sizes(), out.options().dtype(at::kFloat));
-  return (out.to(at::kFloat) - target).pow(2).mean();
+// Each member's loss (a tensor of `members` values) of outputs `out` ([N,
+// ...] for one member, [B, N, ...] for the fused array) against `target`,
+// drawn once. The text models (token_scores: their outputs score each
+// vocabulary entry at each position) train as hfta-train trains them, with
+// cross entropy against random token ids; the others with MSE against
+// random values. (MSE against a dense random target as large as the word
+// LM's [N, 35, 33278] outputs is a loss nobody trains a language model with;
+// the row timed its memory traffic, which the ways that step one member at a
+// time keep in cache.)
+at::Tensor memberLosses(const at::Tensor& out, at::Tensor& target, int64_t members, bool token_scores) {
+  const auto scores = out.to(at::kFloat);
+  if (!token_scores) {
+    if (!target.defined()) target = torch::randn(out.sizes(), scores.options());
+    return (scores - target).pow(2).reshape({members, -1}).mean(1);
+  }
+  const int64_t vocabulary = out.size(-1);
+  if (!target.defined()) {
+    target = torch::randint(vocabulary, out.sizes().slice(0, out.dim() - 1), scores.options().dtype(at::kLong));
+  }
+  return at::cross_entropy_loss(scores.reshape({-1, vocabulary}), target.reshape(-1), {}, at::Reduction::None)
+      .reshape({members, -1})
+      .mean(1);
 }
 
 // torch.amp.GradScaler's step for one model and a LibTorch optimizer, with
@@ -155,6 +174,7 @@ int main(int argc, char** argv) {
     if (memory) hfta::bench::PeakMemory::watchCpu();
     const torch::Device device(device_name);
     const bool cuda = device.is_cuda();
+    const bool text = tokens > 0;  // (the outputs score the vocabulary: cross entropy)
     if (cuda && !torch::cuda::is_available()) throw hfta::UserError("--device cuda: no CUDA device here");
     if (cuda) at::globalContext().setBenchmarkCuDNN(true);  // every way, as hfta-train runs
     const auto array_size = static_cast<int64_t>(paths.size());
@@ -209,7 +229,9 @@ int main(int argc, char** argv) {
         ways[mode] = {[&] {
                         for (int64_t b = 0; b < array_size; ++b) {
                           serial_sgd[b]->zero_grad();
-                          serial_scalers[b].scale(mse(forward(serial_modules[b], x[b]), serial_targets[b])).backward();
+                          serial_scalers[b]
+                              .scale(memberLosses(forward(serial_modules[b], x[b]), serial_targets[b], 1, text).sum())
+                              .backward();
                           serial_scalers[b].step(*serial_sgd[b], serial_sgd[b]->param_groups()[0].params());
                         }
                       },
@@ -231,10 +253,8 @@ int main(int argc, char** argv) {
         if (half) fused_scaler = std::make_unique<hfta::optim::FusedGradScaler>(array_size);
         ways[mode] = {[&] {
                         fused_sgd->zero_grad();
-                        const auto out = forward(fused, x).to(at::kFloat);
-                        if (!fused_target.defined()) fused_target = torch::randn(out.sizes(), out.options());
-                        // Each member's mean, summed: each member's gradient is its own.
-                        const auto losses = (out - fused_target).pow(2).flatten(1).mean(1);
+                        // Each member's loss, summed: each member's gradient is its own.
+                        const auto losses = memberLosses(forward(fused, x), fused_target, array_size, text);
                         if (fused_scaler) {
                           fused_scaler->scale(losses).sum().backward();
                           fused_scaler->step(*fused_sgd);
@@ -251,12 +271,13 @@ int main(int argc, char** argv) {
         dense.to(device);
         dense_sgd = std::make_unique<torch::optim::SGD>(parametersOf(dense), sgd);
         const auto dense_x = input({n});
-        ways[mode] = {[&, dense_x] {
-                        dense_sgd->zero_grad();
-                        dense_scaler.scale(mse(forward(dense, dense_x), dense_target)).backward();
-                        dense_scaler.step(*dense_sgd, dense_sgd->param_groups()[0].params());
-                      },
-                      n, /*profiling_executor=*/mode == "single"};
+        ways[mode] = {
+            [&, dense_x] {
+              dense_sgd->zero_grad();
+              dense_scaler.scale(memberLosses(forward(dense, dense_x), dense_target, 1, text).sum()).backward();
+              dense_scaler.step(*dense_sgd, dense_sgd->param_groups()[0].params());
+            },
+            n, /*profiling_executor=*/mode == "single"};
       } else {
         throw hfta::UserError(fmt::format("unknown mode {}: use serial, hfta, dense or single", mode));
       }
