@@ -230,8 +230,11 @@ def against_lines(rows):
     others = ["serial", "concurrent", "eager", "vmap"]
     lines = ["", "hfta against the best other way of training the B members, and against the dense bound (one "
              "member at B times the batch); rounds: ahead where every round of hfta beat every round of the best "
-             "other way, behind where every one lost, level where they overlap:", "",
-             "| model | B | hfta / best other (which) | rounds | hfta / dense |", "| --- | --- | --- | --- | --- |"]
+             "other way, behind where every one lost, level where they overlap; round by round: each round of hfta "
+             "over the best other way's round of the same alternation (minutes apart, so that slow drifts of the "
+             "machine cancel):", "",
+             "| model | B | hfta / best other (which) | rounds | round by round | hfta / dense |",
+             "| --- | --- | --- | --- | --- | --- |"]
     for model, b in sorted({(r["model"], r["B"]) for r in rows}, key=lambda k: (list(MODELS).index(k[0]), k[1])):
         cells = {r["mode"]: r for r in rows if r["model"] == model and r["B"] == b}
         if "hfta" not in cells:
@@ -240,8 +243,9 @@ def against_lines(rows):
         best = max((m for m in others if m in cells), key=lambda m: cells[m]["rate"], default=None)
         vs_best = f"{hfta['rate'] / cells[best]['rate']:.2f}x ({best})" if best else "-"
         verdict = rounds_verdict(hfta["rounds"], cells[best]["rounds"]) if best else "-"
+        paired = ", ".join(f"{h / o:.2f}" for h, o in zip(hfta["rounds"], cells[best]["rounds"])) if best else "-"
         vs_dense = f"{hfta['rate'] / cells['dense']['rate']:.2f}x" if "dense" in cells else "-"
-        lines.append(f"| {model} | {b} | {vs_best} | {verdict} | {vs_dense} |")
+        lines.append(f"| {model} | {b} | {vs_best} | {verdict} | {paired} | {vs_dense} |")
     return lines
 
 
