@@ -32,12 +32,9 @@ def main_output(out):
 
 
 def main():
-    # malloc as the harness and hfta-train keep it (large blocks reused, not
-    # returned: throughput.ENV). Without it, glibc maps each block above
-    # 32 MB afresh: PointNet's fused tensors are 67 MB, its members' 8 MB, so
-    # the fused step alone paid page faults, which read as 30% slower
-    # elementwise ops and batch norm (678 against 522 ms a step; 624 against
-    # 607 with the setting).
+    # malloc as the harness and hfta-train keep it (support/allocator.h says
+    # why): without it only the fused step's blocks, above 32 MB, were mapped
+    # afresh each step, and PointNet's profile read it 30% slower.
     if os.environ.get("MALLOC_MMAP_MAX_") != ENV["MALLOC_MMAP_MAX_"]:
         os.execve(sys.executable, [sys.executable, *sys.argv], ENV)
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
