@@ -2,8 +2,9 @@
 one fused step against the same B members stepped one after another (the
 members' files and the fused module hfta-fuse wrote from them), or against
 the dense bound (member 0 at batch B x N, --against dense: then one table
-puts each operator's time in both side by side), and the step times. How
-the findings in bench/README.md were made.
+puts each operator's time in both side by side), and the step times: the
+harness's steps without the optimizer. How the findings in bench/README.md
+were made.
 
 .venv/bin/python bench/profile_step.py --kind pointnet_cls --members 8 --batch 32 --threads 2 [--shapes]
 .venv/bin/python bench/profile_step.py --kind lenet --against dense --executor simple
@@ -24,11 +25,8 @@ sys.path.insert(0, os.path.join(ROOT, "examples"))
 import cnn  # noqa: E402,F401  (registers the CNN kinds)
 import vision  # noqa: E402  (registers the vision kinds)
 import text  # noqa: E402  (the Transformers)
+from python_modes import main_output, member_losses  # noqa: E402  (the harness's losses)
 from throughput import ENV  # noqa: E402  (malloc's settings)
-
-
-def main_output(out):
-    return out[0] if isinstance(out, tuple) else out
 
 
 def main():
@@ -73,15 +71,24 @@ def main():
     else:
         x = torch.randn(args.members, args.batch, *shape)
 
+    # The harness's losses (cross entropy for the text models, MSE for the
+    # others), each target drawn at the first step.
+    token_scores = args.kind in text.VOCABULARIES
+    targets = {}
+
+    def loss(key, out, members):
+        losses, targets[key] = member_losses(main_output(out), targets.get(key), members, token_scores)
+        return losses.sum()
+
     def fused_step():
-        main_output(fused(x)).pow(2).flatten(1).mean(1).sum().backward()
+        loss("fused", fused(x), args.members).backward()
 
     def separate_step():
         for b, m in enumerate(members):
-            main_output(m(x[b])).pow(2).mean().backward()
+            loss(b, m(x[b]), 1).backward()
 
     def dense_step():
-        main_output(members[0](x.flatten(0, 1))).pow(2).mean().backward()
+        loss("dense", members[0](x.flatten(0, 1)), 1).backward()
 
     steps = {"fused": fused_step, args.against: separate_step if args.against == "separate" else dense_step}
     for step in steps.values():  # the profiling executor's first runs
