@@ -31,9 +31,9 @@ from throughput import ENV  # noqa: E402  (malloc's settings)
 
 def main():
     # malloc as the harness and hfta-train keep it (support/allocator.h says
-    # why): without it only the fused step's blocks, above 32 MB, were mapped
-    # afresh each step, and PointNet's profile read it 30% slower.
-    if os.environ.get("MALLOC_MMAP_MAX_") != ENV["MALLOC_MMAP_MAX_"]:
+    # why): with glibc's defaults only the fused step's blocks, above 32 MB,
+    # were mapped afresh each step, and PointNet's profile read it 30% slower.
+    if "--glibc-malloc" not in sys.argv and os.environ.get("MALLOC_MMAP_MAX_") != ENV["MALLOC_MMAP_MAX_"]:
         os.execve(sys.executable, [sys.executable, *sys.argv], ENV)
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--kind", required=True)
@@ -49,6 +49,8 @@ def main():
                         help="TorchScript's executor for both (simple: the graph as it is, as hfta-train and the "
                         "harness run hfta and dense)")
     parser.add_argument("--build", default=os.path.join(ROOT, "build"))
+    parser.add_argument("--glibc-malloc", action="store_true",
+                        help="keep glibc's malloc defaults (large blocks mapped afresh every step), not the harness's")
     args = parser.parse_args()
     torch._C._set_graph_executor_optimize(args.executor == "profiling")
     torch.ops.load_library(os.path.join(args.build, "runtime", "libhfta_runtime.so"))
