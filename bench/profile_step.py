@@ -68,14 +68,14 @@ def main():
                        check=True, stdout=subprocess.DEVNULL)
         fused = torch.jit.load(os.path.join(tmp, "fused.pt"))
         members = [torch.jit.load(p) for p in paths]
-    if args.kind in text.VOCABULARIES:  # token ids
+    token_scores = args.kind in text.VOCABULARIES  # token ids in, scores over the vocabulary out
+    if token_scores:
         x = torch.randint(text.VOCABULARIES[args.kind], (args.members, args.batch, *shape))
     else:
         x = torch.randn(args.members, args.batch, *shape)
 
     # The harness's losses (cross entropy for the text models, MSE for the
     # others), each target drawn at the first step.
-    token_scores = args.kind in text.VOCABULARIES
     targets = {}
 
     def loss(key, out, members):

@@ -93,7 +93,7 @@ def scaler_for(device, dtype):
     return torch.amp.GradScaler(device.type, enabled=dtype == torch.float16)
 
 
-def vmap_way(models, x, device, amp, text):
+def vmap_way(models, x, device, amp, token_scores):
     models = [without_running_stats(m).to(device) for m in models]
     params, buffers = torch.func.stack_module_state(models)
     base = copy.deepcopy(models[0]).to("meta")
@@ -111,14 +111,14 @@ def vmap_way(models, x, device, amp, text):
         opt.zero_grad()
         with amp_context(device, amp):
             out = main_output(run(params, buffers, x))
-        losses, target = member_losses(out, target, len(models), text)
+        losses, target = member_losses(out, target, len(models), token_scores)
         scaler.scale(losses.sum()).backward()
         scaler.step(opt)
         scaler.update()
     return step
 
 
-def eager_way(models, x, device, amp, text):
+def eager_way(models, x, device, amp, token_scores):
     models = [m.to(device) for m in models]
     opts = [torch.optim.SGD(m.parameters(), lr=LR, momentum=MOMENTUM) for m in models]
     scalers = [scaler_for(device, amp) for _ in models]
@@ -129,7 +129,7 @@ def eager_way(models, x, device, amp, text):
             opt.zero_grad()
             with amp_context(device, amp):
                 out = main_output(m(x[b]))
-            loss, targets[b] = member_losses(out, targets[b], 1, text)
+            loss, targets[b] = member_losses(out, targets[b], 1, token_scores)
             scaler.scale(loss.sum()).backward()
             scaler.step(opt)
             scaler.update()
