@@ -1,15 +1,15 @@
 # A fresh clone (CI's, a second worktree) builds everything again, and on a
-# two-core machine that is 15 minutes, most of it LibTorch's precompiled
-# headers (one 590 MB .gch per target) and nvcc. Where ccache is installed
+# two-core machine that is 13 minutes, much of it LibTorch's precompiled
+# headers (three 590 MB .gch: cmake/HftaTorch.cmake) and nvcc. Where ccache is installed
 # (scripts/setup.sh installs it), every compile goes through it, so a clone
 # that builds what another clone built takes the objects from the cache.
 #  - CCACHE_BASEDIR: paths under the source tree are hashed relative to the
 #    build directory, so clones in other folders hit the same entries;
 #  - CCACHE_SLOPPINESS: what ccache's manual asks for precompiled headers
 #    (pch_defines, time_macros), and mtimes that a fresh checkout makes new;
-#  - CCACHE_MAXSIZE: the 25 headers of build/ and the wheel take 2.4 GB, and
-#    ccache cleans each of its 16 folders at a 16th of the size, so at the
-#    default 5 GB a folder that drew four of them evicted one.
+#  - CCACHE_MAXSIZE: each precompiled header is hundreds of MB in the cache,
+#    and ccache cleans each of its 16 folders at a 16th of the size, so at
+#    the default 5 GB a folder that drew four of them evicted one.
 # What it does not speed up: a build folder that already holds a target's
 # .gch. CMake compiles the header with `-include` of itself, so ccache
 # hashes the .gch found there into that compile, and a new one changes

@@ -33,14 +33,56 @@ else()
 endif()
 message(STATUS "hfta: LibTorch ${HFTA_TORCH_VERSION} from ${_hfta_torch_prefix}")
 
-# LibTorch's headers dominate compile time on a two-core machine; every
-# target precompiles them once. Installed, a target links hfta::libtorch
-# instead (made by hftaConfig.cmake: the same wheel's LibTorch).
+# LibTorch's headers dominate compile time on a two-core machine (45 s and
+# 590 MB a .gch). They are precompiled once per set of flags that changes
+# them, not once per target: once for position-independent code (the
+# shared libraries and what goes into them) and once without (the tools and
+# tests). hfta_torch_pch(target) gives a target one of the two; a target
+# whose flags change the headers otherwise (the runtime's -fopenmp defines
+# _OPENMP, which ATen tests) says OWN and compiles its own. Installed, a
+# target links hfta::libtorch instead (made by hftaConfig.cmake: the same
+# wheel's LibTorch).
 function(hfta_use_torch target)
   foreach(library ${TORCH_LIBRARIES})
     target_link_libraries(${target} PUBLIC "$<BUILD_INTERFACE:${library}>")
   endforeach()
   target_link_libraries(${target} PUBLIC "$<INSTALL_INTERFACE:hfta::libtorch>")
   target_include_directories(${target} BEFORE PUBLIC "$<BUILD_INTERFACE:${HFTA_FMT_INCLUDE}>")
-  target_precompile_headers(${target} PRIVATE "$<$<COMPILE_LANGUAGE:CXX>:<torch/script.h$<ANGLE-R>>")
+  hfta_torch_pch(${target} ${ARGN})
+endfunction()
+
+# Which of the two a target gets depends on POSITION_INDEPENDENT_CODE, which
+# a later directory may still set (python/ does, for the static libraries
+# its module links), so the choice waits for the end of the configure.
+function(hfta_torch_pch target)
+  if("${ARGN}" STREQUAL "OWN")
+    target_precompile_headers(${target} PRIVATE "$<$<COMPILE_LANGUAGE:CXX>:<torch/script.h$<ANGLE-R>>")
+    return()
+  endif()
+  get_property(targets GLOBAL PROPERTY HFTA_TORCH_PCH_TARGETS)
+  if(NOT targets)
+    cmake_language(DEFER DIRECTORY ${CMAKE_SOURCE_DIR} CALL _hfta_share_torch_pch)
+  endif()
+  set_property(GLOBAL APPEND PROPERTY HFTA_TORCH_PCH_TARGETS ${target})
+endfunction()
+
+function(_hfta_share_torch_pch)
+  set(source ${CMAKE_BINARY_DIR}/hfta_torch_pch.cpp)
+  file(WRITE ${source} "// LibTorch's precompiled headers are built with this file (cmake/HftaTorch.cmake).\n")
+  foreach(pic ON OFF)
+    set(owner hfta_torch_pch_pic_${pic})
+    add_library(${owner} OBJECT ${source})
+    set_target_properties(${owner} PROPERTIES POSITION_INDEPENDENT_CODE ${pic})
+    hfta_use_torch(${owner} OWN)
+  endforeach()
+  get_property(targets GLOBAL PROPERTY HFTA_TORCH_PCH_TARGETS)
+  foreach(target ${targets})
+    get_target_property(type ${target} TYPE)
+    get_target_property(pic ${target} POSITION_INDEPENDENT_CODE)
+    if(type MATCHES "SHARED_LIBRARY|MODULE_LIBRARY" OR pic)
+      target_precompile_headers(${target} REUSE_FROM hfta_torch_pch_pic_ON)
+    else()
+      target_precompile_headers(${target} REUSE_FROM hfta_torch_pch_pic_OFF)
+    endif()
+  endforeach()
 endfunction()

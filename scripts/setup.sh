@@ -52,7 +52,10 @@ sys.exit(version(torch) != '$TORCH_VERSION' or version(torchvision) != '$TORCHVI
    || [ ! -x .venv/bin/cmake ] || [ ! -x .venv/bin/lit ]; then
   echo "setup: installing torch==$TORCH_VERSION, torchvision==$TORCHVISION_VERSION, cmake, lit, numpy, scikit-learn," \
     "matplotlib, pytest, optuna, scikit-build-core, transformers==$TRANSFORMERS_VERSION into .venv"
-  .venv/bin/pip install -q --disable-pip-version-check "torch==$TORCH_VERSION" "torchvision==$TORCHVISION_VERSION" \
+  # --no-cache-dir: torch's CUDA wheels are 3 GB, and nothing installs them
+  # twice; a copy in ~/.cache only takes disk (a CI run stopped here once on
+  # a full disk).
+  .venv/bin/pip install -q --disable-pip-version-check --no-cache-dir "torch==$TORCH_VERSION" "torchvision==$TORCHVISION_VERSION" \
     numpy "cmake>=3.28" lit scikit-learn matplotlib pytest optuna "scikit-build-core>=0.10" \
     "transformers==$TRANSFORMERS_VERSION"
 fi
