@@ -1,8 +1,9 @@
 # A fresh clone (CI's, a second worktree) builds everything again, and on a
 # two-core machine that is 13 minutes, much of it LibTorch's precompiled
-# headers (three 590 MB .gch: cmake/HftaTorch.cmake) and nvcc. Where ccache is installed
-# (scripts/setup.sh installs it), every compile goes through it, so a clone
-# that builds what another clone built takes the objects from the cache.
+# headers (three 590 MB .gch: cmake/HftaTorch.cmake) and nvcc. Where
+# ccache is installed (scripts/setup.sh installs it), every compile goes
+# through it, so a clone that builds what another clone built takes the
+# objects from the cache.
 #  - CCACHE_BASEDIR: paths under the source tree are hashed relative to the
 #    build directory, so clones in other folders hit the same entries;
 #  - CCACHE_SLOPPINESS: what ccache's manual asks for precompiled headers
