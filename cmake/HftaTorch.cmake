@@ -68,7 +68,9 @@ endfunction()
 
 function(_hfta_share_torch_pch)
   set(source ${CMAKE_BINARY_DIR}/hfta_torch_pch.cpp)
-  file(WRITE ${source} "// LibTorch's precompiled headers are built with this file (cmake/HftaTorch.cmake).\n")
+  # (CONFIGURE writes only when the text changes: no rebuild per configure)
+  file(CONFIGURE OUTPUT ${source}
+    CONTENT "// LibTorch's precompiled headers are built with this file (cmake/HftaTorch.cmake).\n")
   foreach(pic ON OFF)
     set(owner hfta_torch_pch_pic_${pic})
     add_library(${owner} OBJECT ${source})
