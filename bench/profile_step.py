@@ -26,15 +26,15 @@ import cnn  # noqa: E402,F401  (registers the CNN kinds)
 import vision  # noqa: E402  (registers the vision kinds)
 import text  # noqa: E402  (the Transformers)
 from python_modes import main_output, member_losses  # noqa: E402  (the harness's losses)
-from throughput import ENV  # noqa: E402  (malloc's settings)
+from throughput import reexec_with_harness_malloc  # noqa: E402
 
 
 def main():
     # malloc as the harness and hfta-train keep it (support/allocator.h says
     # why): with glibc's defaults only the fused step's blocks, above 32 MB,
     # were mapped afresh each step, and PointNet's profile read it 30% slower.
-    if "--glibc-malloc" not in sys.argv and os.environ.get("MALLOC_MMAP_MAX_") != ENV["MALLOC_MMAP_MAX_"]:
-        os.execve(sys.executable, [sys.executable, *sys.argv], ENV)
+    if "--glibc-malloc" not in sys.argv:
+        reexec_with_harness_malloc()
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--kind", required=True)
     parser.add_argument("--members", type=int, default=8)

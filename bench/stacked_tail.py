@@ -26,12 +26,11 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from throughput import ENV  # noqa: E402  (malloc's settings, as the harness runs)
+from throughput import reexec_with_harness_malloc  # noqa: E402
 
 
 def main():
-    if os.environ.get("MALLOC_MMAP_MAX_") != ENV["MALLOC_MMAP_MAX_"]:
-        os.execve(sys.executable, [sys.executable, *sys.argv], ENV)
+    reexec_with_harness_malloc()  # malloc as the harness runs
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--members", type=int, default=8)
     parser.add_argument("--rows", type=int, default=20 * 35, help="positions per member (batch x sequence)")

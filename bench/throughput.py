@@ -81,6 +81,13 @@ QUICK = {"models": ["mlp", "lenet", "pointnet_cls"], "arrays": [1, 8], "rounds":
 ENV = dict(os.environ, MALLOC_MMAP_MAX_="0", MALLOC_TRIM_THRESHOLD_="1099511627776")
 
 
+def reexec_with_harness_malloc():
+    """Restarts this Python script under ENV's malloc settings, unless it
+    already runs with them (for the scripts that time steps in-process)."""
+    if os.environ.get("MALLOC_MMAP_MAX_") != ENV["MALLOC_MMAP_MAX_"]:
+        os.execve(sys.executable, [sys.executable, *sys.argv], ENV)
+
+
 def run_json(command):
     out = subprocess.run(command, check=True, stdout=subprocess.PIPE, text=True, env=ENV).stdout
     return json.loads(out.strip().splitlines()[-1])

@@ -174,7 +174,7 @@ int main(int argc, char** argv) {
     if (memory) hfta::bench::PeakMemory::watchCpu();
     const torch::Device device(device_name);
     const bool cuda = device.is_cuda();
-    const bool text = tokens > 0;  // (the outputs score the vocabulary: cross entropy)
+    const bool token_scores = tokens > 0;  // (the outputs score the vocabulary: cross entropy)
     if (cuda && !torch::cuda::is_available()) throw hfta::UserError("--device cuda: no CUDA device here");
     if (cuda) at::globalContext().setBenchmarkCuDNN(true);  // every way, as hfta-train runs
     const auto array_size = static_cast<int64_t>(paths.size());
@@ -226,16 +226,17 @@ int main(int argc, char** argv) {
           serial_modules.back().to(device);
           serial_sgd.push_back(std::make_unique<torch::optim::SGD>(parametersOf(serial_modules.back()), sgd));
         }
-        ways[mode] = {[&] {
-                        for (int64_t b = 0; b < array_size; ++b) {
-                          serial_sgd[b]->zero_grad();
-                          serial_scalers[b]
-                              .scale(memberLosses(forward(serial_modules[b], x[b]), serial_targets[b], 1, text).sum())
-                              .backward();
-                          serial_scalers[b].step(*serial_sgd[b], serial_sgd[b]->param_groups()[0].params());
-                        }
-                      },
-                      array_size * batch, /*profiling_executor=*/true};
+        ways[mode] = {
+            [&] {
+              for (int64_t b = 0; b < array_size; ++b) {
+                serial_sgd[b]->zero_grad();
+                serial_scalers[b]
+                    .scale(memberLosses(forward(serial_modules[b], x[b]), serial_targets[b], 1, token_scores).sum())
+                    .backward();
+                serial_scalers[b].step(*serial_sgd[b], serial_sgd[b]->param_groups()[0].params());
+              }
+            },
+            array_size * batch, /*profiling_executor=*/true};
       } else if (mode == "hfta") {
         hfta::FuseOptions fuse_options;
         fuse_options.allow_single_member = true;  // B = 1: the fused form of one member
@@ -254,7 +255,7 @@ int main(int argc, char** argv) {
         ways[mode] = {[&] {
                         fused_sgd->zero_grad();
                         // Each member's loss, summed: each member's gradient is its own.
-                        const auto losses = memberLosses(forward(fused, x), fused_target, array_size, text);
+                        const auto losses = memberLosses(forward(fused, x), fused_target, array_size, token_scores);
                         if (fused_scaler) {
                           fused_scaler->scale(losses).sum().backward();
                           fused_scaler->step(*fused_sgd);
@@ -274,7 +275,7 @@ int main(int argc, char** argv) {
         ways[mode] = {
             [&, dense_x] {
               dense_sgd->zero_grad();
-              dense_scaler.scale(memberLosses(forward(dense, dense_x), dense_target, 1, text).sum()).backward();
+              dense_scaler.scale(memberLosses(forward(dense, dense_x), dense_target, 1, token_scores).sum()).backward();
               dense_scaler.step(*dense_sgd, dense_sgd->param_groups()[0].params());
             },
             n, /*profiling_executor=*/mode == "single"};
