@@ -3,7 +3,9 @@
 // forms the autotuner chooses between per shape. Stepped runs every member
 // at once at each step: the input projection of all time steps is one
 // batched GEMM per layer and direction, the recurrence one per time step,
-// the gates element-wise over [B, N, gates]. The arithmetic follows ATen's
+// the gates element-wise over [B, N, gates] (an unprojected LSTM in
+// float32 or float64 through lstm_steps.cpp, one autograd node per layer
+// and direction; the others op by op). The arithmetic follows ATen's
 // CPU cells (aten/src/ATen/native/RNN.cpp: gates = linear_hh(h) + the
 // precomputed linear_ih(x); LSTM's i, f, g, o and GRU's r, z, n chunks), so
 // a member computes what it computes alone up to the GEMMs' rounding.
@@ -17,6 +19,7 @@
 #include <atomic>
 
 #include "runtime/ops/autotune.h"
+#include "runtime/ops/lstm_steps.h"
 #include "runtime/ops/ops.h"
 
 namespace hfta::ops {
@@ -71,16 +74,20 @@ State step(Cell cell, const at::Tensor& x_gates, const State& state, const Weigh
 // One layer in one direction over x [B, T, N, I] (time at dim 1): the
 // outputs [B, T, N, H_out] and the last state.
 std::pair<at::Tensor, State> runDirection(Cell cell, const at::Tensor& x, State state, const Weights& w, bool reverse) {
-  // All steps' input projections at once, then one view per step: unbind,
-  // whose backward is one stack (a select per step would zero-fill the
-  // whole gradient once per step in backward, as many times as there are
-  // steps).
-  const auto x_gates = hfta::ops::linear(x, w.w_ih, optional(w.b_ih)).unbind(1);
+  const auto x_gates = hfta::ops::linear(x, w.w_ih, optional(w.b_ih));  // every step's at once
+  if (cell == Cell::Lstm && !w.w_hr.defined() && lstmStepsApplies(x_gates, state.h, state.c, w.w_hh, w.b_hh)) {
+    auto [output, h, c] = lstmSteps(x_gates, state.h, state.c, w.w_hh, w.b_hh, reverse);
+    return {output, {h, c}};
+  }
+  // One view per step: unbind, whose backward is one stack (a select per
+  // step would zero-fill the whole gradient once per step in backward, as
+  // many times as there are steps).
+  const auto x_steps = x_gates.unbind(1);
   const int64_t steps = x.size(1);
   std::vector<at::Tensor> outputs(steps);
   for (int64_t i = 0; i < steps; ++i) {
     const int64_t t = reverse ? steps - 1 - i : i;
-    state = step(cell, x_gates[t], state, w);
+    state = step(cell, x_steps[t], state, w);
     outputs[t] = state.h;
   }
   return {at::stack(outputs, 1), state};
