@@ -9,8 +9,8 @@
 
 namespace hfta::ops {
 
-// Whether lstmSteps runs these tensors: float32 or float64 alike on one
-// device, outside autocast, at least one step. Projected LSTMs (proj_size)
+// Whether lstmSteps runs these tensors: float32 or float64 alike on the
+// CPU, outside autocast, at least one step. Projected LSTMs (proj_size)
 // and everything else step op by op (recurrent_ops.cpp).
 bool lstmStepsApplies(const at::Tensor& x_gates, const at::Tensor& h0, const at::Tensor& c0, const at::Tensor& w_hh,
                       const at::Tensor& b_hh);

@@ -1,7 +1,5 @@
 // Picks the CPU driver's build for this CPU, once.
-#include <cstdlib>
-#include <string>
-
+#include "runtime/cpu_isa.h"
 #include "runtime/optim/cpu_loop.h"
 
 #define HFTA_DECLARE_CPU_DRIVER(ISA)                                                                                   \
@@ -16,27 +14,11 @@ HFTA_DECLARE_CPU_DRIVER(AVX2)
 #undef HFTA_DECLARE_CPU_DRIVER
 
 namespace hfta::optim::cpu {
-namespace {
 
-bool useAvx2() {
-#if defined(__x86_64__)
-  static const bool kAvx2 = [] {
-    const char* asked = std::getenv("ATEN_CPU_CAPABILITY");
-    if (asked != nullptr && std::string(asked) == "default") return false;
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  }();
-  return kAvx2;
-#else
-  return false;
-#endif
-}
-
-}  // namespace
-
-const char* capability() { return useAvx2() ? "AVX2" : "DEFAULT"; }
+const char* capability() { return runtime::useAvx2Kernels() ? "AVX2" : "DEFAULT"; }
 
 void unscale(at::Tensor& grad, const std::vector<float>& inv_scale, std::atomic<uint8_t>* found) {
-  if (useAvx2()) {
+  if (runtime::useAvx2Kernels()) {
     AVX2::unscaleWith(grad, inv_scale, found);
   } else {
     DEFAULT::unscaleWith(grad, inv_scale, found);
@@ -46,7 +28,7 @@ void unscale(at::Tensor& grad, const std::vector<float>& inv_scale, std::atomic<
 template <typename Rule>
 void update(at::Tensor& param, const at::Tensor& grad, const std::array<at::Tensor*, rules::kMaxStates>& states,
             const std::vector<typename Rule::Scalars>& scalars, const std::vector<uint8_t>& idle) {
-  if (useAvx2()) {
+  if (runtime::useAvx2Kernels()) {
     AVX2::updateWith<Rule>(param, grad, states, scalars, idle);
   } else {
     DEFAULT::updateWith<Rule>(param, grad, states, scalars, idle);
