@@ -16,9 +16,10 @@
 // gates = linear_hh(h) + linear_ih(x), i, f, o = sigmoid and g = tanh of
 // its chunks, c' = f * c + i * g, h' = o * tanh(c'); the backward is
 // autograd's for those ops (sigmoid_backward, tanh_backward), so a member
-// computes what it computes alone up to summation order. The backward is
-// not differentiable again (neither is ATen's oneDNN LSTM's, which the
-// members run alone on the CPU).
+// computes what it computes alone up to summation order and the rounding
+// of sigmoid and tanh (lstm_cell_kernels_body.h says how they are
+// computed). The backward is not differentiable again (neither is ATen's
+// oneDNN LSTM's, which the members run alone on the CPU).
 #include "runtime/ops/lstm_steps.h"
 
 #include <ATen/Dispatch.h>
