@@ -4,8 +4,8 @@
 // CPU_CAPABILITY set (ATen's convention, which also keys the namespace of
 // at::vec::Vectorized), so that the builds do not mix.
 //
-// sigmoid is computed as ATen's sigmoid kernel computes it, 1 / (1 +
-// exp(-x)), with Vectorized's exp (Sleef's, within 1 ulp). tanh is not
+// sigmoid is 1 / (1 + exp(-x)), the form of ATen's sigmoid kernel, with
+// Vectorized's exp (Sleef's, within 1 ulp). tanh is not
 // Vectorized's: Sleef's tanh took a fifth of a forward step, more than
 // the step's GEMM, and its expm1 two thirds of that. It is
 // tanh|x| = (1 - e) / (1 + e), e = exp(-2|x|), with x's sign: within a
