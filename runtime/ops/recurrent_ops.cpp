@@ -8,7 +8,8 @@
 // and direction; the others op by op). The arithmetic follows ATen's
 // CPU cells (aten/src/ATen/native/RNN.cpp: gates = linear_hh(h) + the
 // precomputed linear_ih(x); LSTM's i, f, g, o and GRU's r, z, n chunks), so
-// a member computes what it computes alone up to the GEMMs' rounding.
+// a member computes what it computes alone up to the GEMMs' rounding (and
+// the rounding of lstm_steps.cpp's sigmoid and tanh).
 // PerMember runs each member's own ATen op on its slices (on the CPU,
 // oneDNN's LSTM kernel, which stepping loses to: bench/RESULTS.md). The
 // cells run stepped only.
