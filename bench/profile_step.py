@@ -11,6 +11,7 @@ were made.
 """
 import argparse
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -49,6 +50,8 @@ def main():
                         help="TorchScript's executor for both (simple: the graph as it is, as hfta-train and the "
                         "harness run hfta and dense)")
     parser.add_argument("--build", default=os.path.join(ROOT, "build"))
+    parser.add_argument("--per-step", action="store_true",
+                        help="each timed step's wall, user and system time and page faults")
     parser.add_argument("--glibc-malloc", action="store_true",
                         help="keep glibc's malloc defaults (large blocks mapped afresh every step), not the harness's")
     args = parser.parse_args()
@@ -98,8 +101,18 @@ def main():
             step()
     for name, step in steps.items():
         start = time.perf_counter()
-        for _ in range(args.steps):
+        for i in range(args.steps):
+            if not args.per_step:
+                step()
+                continue
+            # Where a slow step's time went: the kernel mapping fresh pages shows as system time.
+            before, step_start = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
             step()
+            after = resource.getrusage(resource.RUSAGE_SELF)
+            print(f"{name} step {i}: {(time.perf_counter() - step_start) * 1e3:.0f} ms, "
+                  f"user {(after.ru_utime - before.ru_utime) * 1e3:.0f} ms, "
+                  f"sys {(after.ru_stime - before.ru_stime) * 1e3:.0f} ms, "
+                  f"{after.ru_minflt - before.ru_minflt} page faults")
         print(f"{name}: {(time.perf_counter() - start) / args.steps * 1e3:.1f} ms per step")
     tables = {}
     for name, step in steps.items():
