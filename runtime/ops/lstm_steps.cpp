@@ -47,6 +47,14 @@ lstm_cell::StepSlice<T> slice(const at::Tensor& t, int64_t time, int64_t steps) 
   return {t.data_ptr<std::remove_const_t<T>>() + time * rows, steps == 0 ? rows : steps * rows};
 }
 
+// c before step i of the run's order: c0 at the first step, else the cell
+// state the step before wrote into `cells`.
+template <typename T>
+lstm_cell::StepSlice<const T> cellBefore(int64_t i, const at::Tensor& c0, const at::Tensor& cells, bool reverse) {
+  const int64_t steps = cells.size(1);
+  return i == 0 ? slice<const T>(c0, 0, 0) : slice<const T>(cells, timeAt(i - 1, steps, reverse), steps);
+}
+
 struct LstmStepsFunction : torch::autograd::Function<LstmStepsFunction> {
   static variable_list forward(AutogradContext* ctx, const at::Tensor& input_gates, const at::Tensor& h0,
                                const at::Tensor& c0_in, const at::Tensor& w_hh, const std::optional<at::Tensor>& b_hh,
@@ -76,8 +84,7 @@ struct LstmStepsFunction : torch::autograd::Function<LstmStepsFunction> {
       AT_DISPATCH_FLOATING_TYPES(x_gates.scalar_type(), "hfta_lstm_step", [&] {
         lstm_cell::forward(shape, lstm_cell::ForwardStep<scalar_t>{
                                       slice<const scalar_t>(gates, 0, 0), slice<const scalar_t>(x_gates, t, steps),
-                                      i == 0 ? slice<const scalar_t>(c0, 0, 0)
-                                             : slice<const scalar_t>(cells, timeAt(i - 1, steps, reverse), steps),
+                                      cellBefore<scalar_t>(i, c0, cells, reverse),
                                       slice<scalar_t>(activations, t, steps), slice<scalar_t>(cells, t, steps),
                                       slice<scalar_t>(tanh_cells, t, steps), slice<scalar_t>(output, t, steps)});
       });
@@ -112,15 +119,13 @@ struct LstmStepsFunction : torch::autograd::Function<LstmStepsFunction> {
     for (int64_t i = steps - 1; i >= 0; --i) {
       const int64_t t = timeAt(i, steps, reverse);
       AT_DISPATCH_FLOATING_TYPES(output.scalar_type(), "hfta_lstm_step_backward", [&] {
-        lstm_cell::backward(shape,
-                            lstm_cell::BackwardStep<scalar_t>{
-                                grad_output.defined() ? slice<const scalar_t>(grad_output, t, steps)
-                                                      : lstm_cell::StepSlice<const scalar_t>{nullptr, 0},
-                                slice<const scalar_t>(grad_h, 0, 0), slice<const scalar_t>(activations, t, steps),
-                                slice<const scalar_t>(tanh_cells, t, steps),
-                                i == 0 ? slice<const scalar_t>(c0, 0, 0)
-                                       : slice<const scalar_t>(cells, timeAt(i - 1, steps, reverse), steps),
-                                slice<scalar_t>(grad_c, 0, 0), slice<scalar_t>(grad_gates, t, steps)});
+        lstm_cell::backward(
+            shape, lstm_cell::BackwardStep<scalar_t>{
+                       grad_output.defined() ? slice<const scalar_t>(grad_output, t, steps)
+                                             : lstm_cell::StepSlice<const scalar_t>{nullptr, 0},
+                       slice<const scalar_t>(grad_h, 0, 0), slice<const scalar_t>(activations, t, steps),
+                       slice<const scalar_t>(tanh_cells, t, steps), cellBefore<scalar_t>(i, c0, cells, reverse),
+                       slice<scalar_t>(grad_c, 0, 0), slice<scalar_t>(grad_gates, t, steps)});
       });
       at::bmm_out(grad_h, grad_gates.select(1, t), w_hh);
     }
