@@ -1,5 +1,13 @@
 #include "support/measurement_cache.h"
 
+#include <fmt/core.h>
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -23,14 +31,49 @@ nlohmann::json readCacheFile(const std::string& path) {
   return cache.is_object() ? cache : nlohmann::json::object();
 }
 
+namespace {
+
+// An exclusive lock on `path`.lock while it lives, where one can be taken:
+// processes that measure at once (hfta-tune's workers, ranks, test runs)
+// would otherwise each re-read the cache, add their own entry and rename
+// over the other's, and the entry lost would be measured again by a later
+// process, which may then choose differently from the first.
+class CacheLock {
+ public:
+  explicit CacheLock(const std::string& path)
+      : fd_(::open((path + ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666)) {
+    if (fd_ >= 0) ::flock(fd_, LOCK_EX);
+  }
+  ~CacheLock() {
+    if (fd_ >= 0) ::close(fd_);  // (closing releases the lock)
+  }
+  CacheLock(const CacheLock&) = delete;
+  CacheLock& operator=(const CacheLock&) = delete;
+
+ private:
+  int fd_;
+};
+
+}  // namespace
+
 void updateCacheFile(const std::string& path, const std::string& key, const nlohmann::json& value) {
-  auto cache = readCacheFile(path);
-  cache[key] = value;
   try {
     std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+    const CacheLock lock(path);
+    auto cache = readCacheFile(path);
+    cache[key] = value;
     writeFileAtomically(path, cache.dump(1) + "\n");
-  } catch (const std::exception&) {
-    // Left as it was.
+  } catch (const std::exception& e) {
+    // Left as it was; said once, since every later process measures again
+    // and may choose differently (a run resumed in another process then
+    // rounds differently from one never stopped).
+    static std::atomic<bool> said{false};
+    if (!said.exchange(true)) {
+      fmt::print(stderr,
+                 "hfta: warning: cannot keep measurements in {} ({}); later processes will measure again. "
+                 "Set HFTA_CACHE_DIR to a writable folder.\n",
+                 path, e.what());
+    }
   }
 }
 

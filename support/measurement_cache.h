@@ -15,10 +15,11 @@ std::string cacheFile(const std::string& name);
 // The JSON object in `path`: {} if it is missing or unreadable (what it
 // held is measured anew).
 nlohmann::json readCacheFile(const std::string& path);
-// Sets `key` in the object in `path`, re-read first (another process may
-// have added its own), and writes it whole through a temporary file. Best
-// effort: a cache that cannot be written costs a later process a
-// measurement, nothing more.
+// Sets `key` in the object in `path`, re-read first under a lock on
+// `path`.lock (another process may be adding its own), and writes it whole
+// through a temporary file. Best effort: a cache that cannot be written
+// costs later processes a measurement (said once on stderr), and they may
+// choose differently.
 void updateCacheFile(const std::string& path, const std::string& key, const nlohmann::json& value);
 
 // The processor's model name, from /proc/cpuinfo.

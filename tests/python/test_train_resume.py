@@ -3,6 +3,11 @@ checkpoint and exits with 130; --resume then ends with the same metrics
 (the learning rates of a schedule stepped every batch included) and the same
 weights, bit for bit, as a run that was never stopped.
 
+The three runs share a cache of measured forms of their own: the forms the
+first run races are the ones the others read, as runs on a machine with a
+writable cache do. (Without one, each process races anew and may choose a
+form that rounds differently; test_tune_workers.py pins the heuristic's.)
+
 python tests/python/test_train_resume.py --train BUILD/tools/hfta-train --fuse BUILD/tools/hfta-fuse \
     --runtime BUILD/runtime/libhfta_runtime.so
 """
@@ -56,6 +61,7 @@ def interrupt(command, delay, checkpoint):
 def main():
     args = train_cli.parse_args("--fuse")
     with tempfile.TemporaryDirectory() as tmp:
+        os.environ["HFTA_CACHE_DIR"] = os.path.join(tmp, "cache")  # see above
         paths = mlp.save_members(tmp, "digits", 3)
         fused = os.path.join(tmp, "fused.pt")
         subprocess.run([args.fuse, *paths, "-o", fused], check=True, stdout=subprocess.DEVNULL)
@@ -79,8 +85,10 @@ def main():
                              stdout=subprocess.PIPE, text=True).stdout
         assert "resumed from" in out, out
         print(out.splitlines()[0])
-        assert metrics(os.path.join(whole, "metrics.csv")) == metrics(os.path.join(cut, "metrics.csv")), \
-            "metrics differ after resuming"
+        expected, got = metrics(os.path.join(whole, "metrics.csv")), metrics(os.path.join(cut, "metrics.csv"))
+        differ = [f"never stopped: {a}\n      resumed: {b}" for a, b in zip(expected, got) if a != b]
+        assert expected == got, f"metrics differ after resuming ({len(expected)} and {len(got)} rows; the first " \
+            f"of {len(differ)} differing:\n" + "\n".join([expected[0]] + differ[:3])
         for b in range(3):
             a = torch.jit.load(os.path.join(whole, f"member_{b}.pt")).state_dict()
             c = torch.jit.load(os.path.join(cut, f"member_{b}.pt")).state_dict()
