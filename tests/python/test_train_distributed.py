@@ -26,6 +26,8 @@ added; batch norm's statistics likewise). As in test_train_equivalence.py,
 training amplifies that rounding over the run's steps (here 2 epochs of 12
 steps at learning rates up to 0.2 with momentum 0.9) by far less than the
 1e-9 relative tolerance allows for: float64's unit roundoff is 1.1e-16.
+The runs compared bit for bit read the forms they run from a cache of the
+test's own, which earlier runs filled (test_train_resume.py says why).
 
 python tests/python/test_train_distributed.py --train BUILD/tools/hfta-train --fuse BUILD/tools/hfta-fuse \
     --runtime BUILD/runtime/libhfta_runtime.so
@@ -253,6 +255,7 @@ def torchrun_restarts_from_the_checkpoint(args, tmp, fused):
 def main():
     args = train_cli.parse_args("--fuse")
     with tempfile.TemporaryDirectory() as tmp:
+        os.environ["HFTA_CACHE_DIR"] = os.path.join(tmp, "cache")  # see above
         cnn_fused = fuse(args, tmp, "digits")
         mlp_fused = fuse(args, tmp, "mlp", in_features=64)
         two_ranks_equal_one_process(args, tmp, cnn_fused, mlp_fused)
