@@ -27,7 +27,7 @@ import cnn  # noqa: E402,F401  (registers the CNN kinds)
 import vision  # noqa: E402  (registers the vision kinds)
 import text  # noqa: E402  (the Transformers)
 from python_modes import main_output, member_losses  # noqa: E402  (the harness's losses)
-from throughput import reexec_with_harness_malloc  # noqa: E402
+from throughput import keep_large_allocations, reexec_with_harness_malloc  # noqa: E402
 
 
 def main():
@@ -53,10 +53,13 @@ def main():
     parser.add_argument("--per-step", action="store_true",
                         help="each timed step's wall, user and system time and page faults")
     parser.add_argument("--glibc-malloc", action="store_true",
-                        help="keep glibc's malloc defaults (large blocks mapped afresh every step), not the harness's")
+                        help="keep glibc's malloc defaults (large blocks mapped afresh every step) and PyTorch's CPU "
+                        "allocator, not the harness's")
     args = parser.parse_args()
     torch._C._set_graph_executor_optimize(args.executor == "profiling")
     torch.ops.load_library(os.path.join(args.build, "runtime", "libhfta_runtime.so"))
+    if not args.glibc_malloc:
+        keep_large_allocations(args.build)
     torch.set_num_threads(args.threads)
     shapes = {**cnn.INPUT_SHAPES, **vision.INPUT_SHAPES, "mlp": (16,),
               **{kind: (length,) for kind, length in text.SEQUENCE_LENGTHS.items()}}

@@ -34,6 +34,7 @@ import mlp  # noqa: E402
 import vision  # noqa: E402,F401  (registers the vision kinds)
 import text  # noqa: E402,F401  (registers the Transformers)
 import torchvision_zoo  # noqa: E402,F401  (registers torchvision's classifiers)
+from throughput import keep_large_allocations  # noqa: E402
 
 LR, MOMENTUM = 0.01, 0.9
 
@@ -156,7 +157,10 @@ def main():
     parser.add_argument("--threads", type=int, default=0)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--amp", choices=["bfloat16", "float16"], help="autocast dtype (float16: loss scaling)")
+    parser.add_argument("--build", default=os.path.join(HERE, "..", "build"),
+                        help="the build whose `import hfta` keeps large blocks, as in the LibTorch ways")
     args = parser.parse_args()
+    keep_large_allocations(args.build)
     if args.threads > 0:
         torch.set_num_threads(args.threads)
     device = torch.device(args.device)

@@ -88,6 +88,16 @@ def reexec_with_harness_malloc():
         os.execve(sys.executable, [sys.executable, *sys.argv], ENV)
 
 
+def keep_large_allocations(build):
+    """What hfta-train and train_modes do first thing, done in a Python way's
+    process as a user's own loop does it: `import hfta` (the build's) and
+    hfta.keep_large_allocations(), which keeps large CPU blocks whole for
+    reuse (support/cpu_block_cache.h)."""
+    sys.path.insert(0, os.path.join(build, "python"))
+    import hfta
+    hfta.keep_large_allocations()
+
+
 def run_json(command):
     out = subprocess.run(command, check=True, stdout=subprocess.PIPE, text=True, env=ENV).stdout
     return json.loads(out.strip().splitlines()[-1])
@@ -149,7 +159,7 @@ def measure(args, model, array_size, workdir):
         python_modes = [m for m in ("vmap", "eager") if m in modes and m not in unsupported]
         if python_modes:
             command = [python, os.path.join(HERE, "python_modes.py"), "--kind", model, "--members", str(array_size),
-                       *common, "--threads", str(args.threads)]
+                       *common, "--threads", str(args.threads), "--build", args.build]
             try:
                 result = run_json(command + ["--modes", ",".join(python_modes)])
             except subprocess.CalledProcessError:

@@ -1,6 +1,8 @@
 #include "support/allocator.h"
 
 #include <sys/resource.h>
+
+#include "support/cpu_block_cache.h"
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
@@ -12,6 +14,7 @@ void keepLargeAllocations() {
   mallopt(M_MMAP_MAX, 0);
   mallopt(M_TRIM_THRESHOLD, -1);  // never trim (mallopt(3))
 #endif
+  CpuBlockCache::install();
 }
 
 long minorPageFaults() {

@@ -13,17 +13,22 @@
 
 namespace hfta {
 
-// Makes malloc serve large blocks from its heap and keep freed memory for
-// reuse (mallopt M_MMAP_MAX = 0, M_TRIM_THRESHOLD = -1: never trim):
-// process-wide, and the process's resident memory then stays at its peak.
-// No finite threshold will do: the word LM's fused array (B = 8, 745 MB of
-// logits) frees more than 2 GiB at the top of the heap in a step, and with
-// the 2 GiB threshold this once had, glibc gave it back and the next step
-// faulted it in again (840K page faults a step against 92K, 43-45 against
-// 62-67 samples/s; bench/RESULTS.md). hfta-train and the benchmarks call
-// it first thing; a program of your own can too, or set MALLOC_MMAP_MAX_=0
-// MALLOC_TRIM_THRESHOLD_=1099511627776 (1 TiB) in its environment.
-// Does nothing on a C library other than glibc.
+// Keeps freed memory for reuse, process-wide; the process's resident
+// memory then stays near its peak:
+// - PyTorch's CPU tensors of 1 MiB and more come from a cache that keeps
+//   freed blocks whole and serves them again by size (CpuBlockCache,
+//   support/cpu_block_cache.h: glibc's heap alone let the word LM's 745 MB
+//   blocks fall into holes split by small allocations and grew, fit after
+//   fit of fresh pages);
+// - malloc serves the rest from its heap and never trims it (mallopt
+//   M_MMAP_MAX = 0, M_TRIM_THRESHOLD = -1; does nothing on a C library
+//   other than glibc). No finite threshold will do: the word LM's fused
+//   array (B = 8) freed more than 2 GiB at the top of the heap in a step,
+//   and with the 2 GiB threshold this once had, glibc gave it back and the
+//   next step faulted it in again (840K page faults a step against 92K,
+//   43-45 against 62-67 samples/s; bench/RESULTS.md).
+// hfta-train, hfta-tune and the benchmarks call it first thing; a program
+// of your own can too (in Python, hfta.keep_large_allocations()).
 void keepLargeAllocations();
 
 // Pages this process has faulted in so far (minor faults: no disk read).

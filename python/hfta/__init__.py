@@ -165,11 +165,13 @@ def runtime_library() -> str:
 
 
 def keep_large_allocations():
-    """Makes glibc's malloc keep large freed blocks for reuse, process-wide,
-    as hfta-train does first thing: a fused array's activations are B times
-    a member's, and malloc otherwise maps and unmaps them afresh every step
-    (support/allocator.h; the digits CNN at B = 8 steps about 15% faster).
-    Resident memory then stays at its peak."""
+    """Keeps freed memory for reuse, process-wide, as hfta-train does first
+    thing: PyTorch's CPU tensors of 1 MiB and more come from a cache that
+    serves freed blocks again whole by size, and glibc's malloc keeps the
+    rest. A fused array's activations are B times a member's, and otherwise
+    they are mapped afresh, page by page, in many steps (support/allocator.h;
+    the digits CNN at B = 8 steps about 15% faster). Resident memory then
+    stays near its peak."""
     _C.keep_large_allocations()
 
 
