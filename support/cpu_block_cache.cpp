@@ -76,7 +76,9 @@ void CpuBlockCache::release(void* data) {
       const size_t size = it->second;
       cache.in_use_.erase(it);
       cache.in_use_bytes_ -= size;
-      cache.kept_.emplace(size, Kept{data, ++cache.frees_});
+      // First among blocks of its size, so that the next request takes the
+      // block freed last, whose pages are the likeliest still in cache.
+      cache.kept_.emplace_hint(cache.kept_.lower_bound(size), size, Kept{data, ++cache.frees_});
       cache.stats_.kept_bytes += size;
       // What is kept stays below the most ever in use at once: a process
       // whose blocks change size (another batch size, evaluation) maps at
