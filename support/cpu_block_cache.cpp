@@ -4,6 +4,7 @@
 #include <c10/util/Exception.h>
 #include <fmt/core.h>
 
+#include <pthread.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -25,7 +26,12 @@ void* mapBlock(size_t bytes) {
 
 }  // namespace
 
-CpuBlockCache::CpuBlockCache() : fallback_(c10::GetDefaultCPUAllocator()) {}
+CpuBlockCache::CpuBlockCache() : fallback_(c10::GetDefaultCPUAllocator()) {
+  // A process forked while another thread holds the lock (a data loader's
+  // workers) would find it held forever: fork waits for it instead.
+  ::pthread_atfork([] { instance().mutex_.lock(); }, [] { instance().mutex_.unlock(); },
+                   [] { instance().mutex_.unlock(); });
+}
 
 CpuBlockCache& CpuBlockCache::instance() {
   // Never destroyed: tensors in static storage may be freed after main.

@@ -44,7 +44,8 @@ class CpuBlockCache final : public c10::Allocator {
 
   // The process's one cache (the deleters find it without a context).
   static CpuBlockCache& instance();
-  // Makes it PyTorch's CPU allocator, once; later calls do nothing.
+  // Makes it PyTorch's CPU allocator, once; later calls do nothing. (Large
+  // blocks then do not show in the profiler's memory records.)
   static void install();
 
   c10::DataPtr allocate(size_t bytes) override;
@@ -66,7 +67,7 @@ class CpuBlockCache final : public c10::Allocator {
   };
   c10::Allocator* const fallback_;
   mutable std::mutex mutex_;
-  std::multimap<size_t, Kept> kept_;          // by size: the best fit is lower_bound
+  std::multimap<size_t, Kept> kept_;          // by size, the newest first: lower_bound fits best
   std::unordered_map<void*, size_t> in_use_;  // block -> its mapped size
   uint64_t frees_ = 0;
   size_t in_use_bytes_ = 0;
