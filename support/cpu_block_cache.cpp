@@ -63,14 +63,14 @@ c10::DataPtr CpuBlockCache::allocate(size_t bytes) {
       while (!kept_.empty()) unmapOldestLocked();
       data = mapBlock(size);
     }
-    TORCH_CHECK_WITH(OutOfMemoryError, data != nullptr,
-                     fmt::format("hfta: cannot map {} bytes for a CPU tensor ({} bytes in use)", size, in_use_bytes_));
-    stats_.mapped_bytes += size;
+    TORCH_CHECK_WITH(
+        OutOfMemoryError, data != nullptr,
+        fmt::format("hfta: cannot map {} bytes for a CPU tensor ({} bytes in use)", size, stats_.in_use_bytes));
     ++stats_.mapped;
   }
   in_use_.emplace(data, size);
-  in_use_bytes_ += size;
-  stats_.peak_in_use_bytes = std::max(stats_.peak_in_use_bytes, in_use_bytes_);
+  stats_.in_use_bytes += size;
+  stats_.peak_in_use_bytes = std::max(stats_.peak_in_use_bytes, stats_.in_use_bytes);
   return {data, data, &release, c10::Device(c10::DeviceType::CPU)};
 }
 
@@ -81,7 +81,7 @@ void CpuBlockCache::release(void* data) {
     if (const auto it = cache.in_use_.find(data); it != cache.in_use_.end()) {
       const size_t size = it->second;
       cache.in_use_.erase(it);
-      cache.in_use_bytes_ -= size;
+      cache.stats_.in_use_bytes -= size;
       // First among blocks of its size, so that the next request takes the
       // block freed last, whose pages are the likeliest still in cache.
       cache.kept_.emplace_hint(cache.kept_.lower_bound(size), size, Kept{data, ++cache.frees_});
@@ -101,7 +101,6 @@ void CpuBlockCache::unmapOldestLocked() {
       kept_.begin(), kept_.end(), [](const auto& a, const auto& b) { return a.second.freed_at < b.second.freed_at; });
   ::munmap(oldest->second.data, oldest->first);
   stats_.kept_bytes -= oldest->first;
-  stats_.mapped_bytes -= oldest->first;
   ++stats_.unmapped;
   kept_.erase(oldest);
 }

@@ -34,7 +34,7 @@ class CpuBlockCache final : public c10::Allocator {
   static constexpr size_t kSlackDivisor = 4;
 
   struct Stats {
-    size_t mapped_bytes = 0;  // in blocks, in use or kept
+    size_t in_use_bytes = 0;  // in blocks handed out (mapped: in use + kept)
     size_t kept_bytes = 0;    // in blocks freed and kept for reuse
     size_t peak_in_use_bytes = 0;
     int64_t reused = 0;    // requests served by a kept block
@@ -70,7 +70,6 @@ class CpuBlockCache final : public c10::Allocator {
   std::multimap<size_t, Kept> kept_;          // by size, the newest first: lower_bound fits best
   std::unordered_map<void*, size_t> in_use_;  // block -> its mapped size
   uint64_t frees_ = 0;
-  size_t in_use_bytes_ = 0;
   Stats stats_;
 };
 
