@@ -3,8 +3,11 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 
@@ -20,6 +23,12 @@ bool takeSuffix(std::string& kind, const std::string& suffix) {
 }
 
 }  // namespace
+
+void removeFolderOfFiles(const std::string& dir) {
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) ::unlink(entry.path().c_str());
+  ::rmdir(dir.c_str());
+}
 
 std::string modelsDir() {
   const char* dir = std::getenv("HFTA_TEST_MODELS");

@@ -84,6 +84,11 @@ class SegmentPlanScope {
   std::optional<segment_plan::Plan> previous_;
 };
 
+// Removes a folder that holds plain files only (what a test made under
+// /tmp). Not std::filesystem::remove_all: libtorch carries copies of it
+// that crash when called.
+void removeFolderOfFiles(const std::string& dir);
+
 // The folder written by tests/python/make_test_models.py.
 std::string modelsDir();
 std::string modelPath(const std::string& name);

@@ -16,6 +16,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "tests/test_support.h"
+
 namespace hfta {
 namespace {
 
@@ -36,11 +38,7 @@ class AtomicFilesTest : public ::testing::Test {
     dir_ = fs::temp_directory_path() / fmt::format("hfta_atomic_{}_{}", ::getpid(), counter_++);
     fs::create_directories(dir_);
   }
-  void TearDown() override {
-    std::error_code ec;
-    for (const auto& entry : fs::directory_iterator(dir_, ec)) ::unlink(entry.path().c_str());
-    ::rmdir(dir_.c_str());
-  }
+  void TearDown() override { testing::removeFolderOfFiles(dir_); }
   // The names in the folder, sorted: what a failed write may not add to.
   std::vector<std::string> names() const {
     std::vector<std::string> out;

@@ -12,21 +12,17 @@
 #include <filesystem>
 #include <vector>
 
+#include "tests/test_support.h"
+
 namespace hfta {
 namespace {
 
 namespace fs = std::filesystem;
-
-// (Not fs::remove_all: libtorch carries copies of it that crash when called.)
-void removeFolder(const fs::path& dir) {
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(dir, ec)) ::unlink(entry.path().c_str());
-  ::rmdir(dir.c_str());
-}
+using testing::removeFolderOfFiles;
 
 TEST(MeasurementCache, EntriesOfProcessesWritingAtOnceAreAllKept) {
   const fs::path dir = fs::temp_directory_path() / fmt::format("hfta_cache_{}", ::getpid());
-  removeFolder(dir);
+  removeFolderOfFiles(dir);
   const std::string path = (dir / "forms.json").string();
   // Each process re-reads, adds and renames 30 times: without the lock, a
   // rename between another's read and rename drops that one's entry.
@@ -55,7 +51,7 @@ TEST(MeasurementCache, EntriesOfProcessesWritingAtOnceAreAllKept) {
       EXPECT_EQ(cache[key], e) << key;
     }
   }
-  removeFolder(dir);
+  removeFolderOfFiles(dir);
 }
 
 TEST(MeasurementCache, AnUnwritableCacheIsLeftAlone) {
