@@ -270,8 +270,10 @@ def forms_lines(args, chosen, plans):
     """forms.csv (each op shape's form, and each fused graph's segment plans with every trial's median
     seconds), and the lines of its table in results.md: per model, how many shapes of each op took each form."""
     columns = [("conv", "grouped"), ("conv", "per-member"), ("conv", "channels-last"),
-               ("linear", "batched"), ("linear", "per-member"), ("recurrent", "stepped"), ("recurrent", "per-member")]
+               ("linear", "batched"), ("linear", "per-member"), ("linear+log-softmax", "batched"),
+               ("linear+log-softmax", "per-member"), ("recurrent", "stepped"), ("recurrent", "per-member")]
     prefixes = {"conv": ("hfta::conv|",), "linear": ("hfta::linear|",),
+                "linear+log-softmax": ("hfta::linear_log_softmax|",),
                 "recurrent": ("hfta::lstm|", "hfta::gru|", "hfta::rnn_tanh|", "hfta::rnn_relu|")}
     with open(os.path.join(args.out, "forms.csv"), "w", newline="") as f:
         writer = csv.writer(f)
@@ -287,7 +289,8 @@ def forms_lines(args, chosen, plans):
     def count(forms, op, name):
         return sum(1 for key, form in forms.items() if key.startswith(prefixes[op]) and form == name)
 
-    return ["", "Forms the autotuner chose (shapes of each model's convolutions, linears and recurrent layers, "
+    return ["", "Forms the autotuner chose (shapes of each model's convolutions, linears (alone, and with the "
+            "log-softmax that alone reads them) and recurrent layers, "
             "every B and way measured; forms.csv has each shape):", "",
             "| model | " + " | ".join(f"{op} {name}" for op, name in columns) + " |",
             "|" + " --- |" * (1 + len(columns))] + [

@@ -1,11 +1,13 @@
 #include "passes/fuse/graph_fuser.h"
 
 #include <fmt/format.h>
+#include <torch/csrc/jit/passes/constant_propagation.h>
 #include <torch/csrc/jit/passes/dead_code_elimination.h>
 
 #include <algorithm>
 
 #include "passes/fuse/fallback.h"
+#include "passes/fuse/linear_log_softmax.h"
 #include "passes/fuse/rules/rules.h"
 #include "passes/fuse/segment_plans.h"
 #include "passes/ir/diagnostics.h"
@@ -329,6 +331,11 @@ std::shared_ptr<Graph> fuseMemberGraph(const Graph& tmpl, int64_t array_size, co
                                                         : out.value->type());
     fused->registerOutput(holds_tensor ? fuser.toArray(out) : out.value);
   }
+  // F.log_softmax's body branches on `dtype is None` (a constant here);
+  // folding such branches (no tensor is folded into a constant) leaves the
+  // log-softmax that chainLinearLogSoftmax looks for.
+  torch::jit::ConstantPropagationImmutableTypes(fused);
+  chainLinearLogSoftmax(fused->block());
   torch::jit::EliminateDeadCode(fused);
   report.layout_conversions = countLayoutConversions(fused->block());
   fused->lint();

@@ -29,6 +29,13 @@ at::Tensor linear(const at::Tensor& input, const at::Tensor& weight, const std::
 enum class LinearForm { Chosen, Batched, PerMember };
 LinearForm linearForm();
 void setLinearForm(LinearForm form);
+// log_softmax(linear(input, weight, bias), -1) per member, what the fused
+// graph runs where a log-softmax over the features alone reads a linear's
+// output (passes/fuse/linear_log_softmax.h). On the CPU its forms are
+// linearForm()'s: Batched, one batched GEMM and one log-softmax over all
+// members; PerMember, each member's GEMM then its log-softmax, while its
+// scores are in cache (chosen by measurement as hfta::linear's are).
+at::Tensor linear_log_softmax(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias);
 // torch.matmul per member (1-D members included).
 at::Tensor matmul(const at::Tensor& self, const at::Tensor& other);
 // torch.addmm per member: beta * self_b + alpha * mat1_b @ mat2_b.

@@ -199,7 +199,9 @@ INSTANTIATE_TEST_SUITE_P(Recurrent, FusionEquivalence,
                                            "rnn_elman+per-member-recurrent", "lstm_stateful+stepped-recurrent",
                                            // stepped, an unprojected LSTM runs runtime/ops/lstm_steps.cpp
                                            "lstm_lm_tiny+stepped-recurrent", "gru_stateful+stepped-recurrent",
-                                           "rnn_elman+stepped-recurrent"));
+                                           "rnn_elman+stepped-recurrent",
+                                           // its decoder and log-softmax member by member (linear_log_softmax)
+                                           "lstm_lm_tiny+per-member-linear"));
 
 // The rule families of tests/python/rule_models.py, in float64: group and
 // instance norm (with running statistics), every upsample mode, 1-D and 3-D
