@@ -7,11 +7,10 @@
 // gradient the same way; over the stacked scores (45 MB for the LSTM LM's
 // eight members) every pass goes to memory.
 #include <ATen/autocast_mode.h>
-#include <fmt/format.h>
-#include <fmt/ranges.h>
 #include <torch/csrc/autograd/custom_function.h>
 
 #include "runtime/ops/autotune.h"
+#include "runtime/ops/linear_forms.h"
 #include "runtime/ops/ops.h"
 
 namespace hfta::ops {
@@ -85,37 +84,6 @@ at::Tensor runForm(LinearForm form, const at::Tensor& x, const at::Tensor& weigh
   return at::log_softmax(bias.defined() ? at::baddbmm(bias.unsqueeze(1), x, w_t) : at::bmm(x, w_t), -1);
 }
 
-// As hfta::linear's form is forced (tests), else the faster form measured
-// here for these shapes, else Batched (HFTA_AUTOTUNE=0), as for hfta::linear.
-LinearForm chooseForm(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
-  const auto forced = linearForm();
-  if (forced != LinearForm::Chosen) return forced;
-  if (!autotune::enabled()) return LinearForm::Batched;
-  const bool backward = autotune::recordsGradients();
-  static const std::vector<LinearForm> forms{LinearForm::Batched, LinearForm::PerMember};
-  static autotune::Memo memo;
-  autotune::Memo::Signature signature{backward};
-  autotune::appendTensor(signature, x);
-  autotune::appendTensor(signature, weight);
-  signature.push_back(bias.defined());
-  const auto key = [&] {
-    return fmt::format("hfta::linear_log_softmax|in [{}]|weight [{}]|bias {}|{}|{}|{}|forms batched,per-member|{}",
-                       fmt::join(x.sizes(), ","), fmt::join(weight.sizes(), ","), bias.defined(),
-                       c10::toString(x.scalar_type()), x.device().str(), backward ? "forward+backward" : "forward",
-                       autotune::machine(x.device()));
-  };
-  const auto candidates = [&] {
-    std::vector<std::function<void()>> runs;
-    for (const auto form : forms) {
-      runs.push_back(autotune::candidate({x, weight, bias}, backward, [form](const std::vector<at::Tensor>& t) {
-        return runForm(form, t[0], t[1], t[2]);
-      }));
-    }
-    return runs;
-  };
-  return forms[memo.choose(signature, 0, key, candidates)];
-}
-
 }  // namespace
 
 at::Tensor linear_log_softmax(const at::Tensor& input, const at::Tensor& weight,
@@ -135,7 +103,9 @@ at::Tensor linear_log_softmax(const at::Tensor& input, const at::Tensor& weight,
   out_sizes.push_back(weight.size(1));
   const auto x = input.reshape({input.size(0), -1, weight.size(2)});
   const auto b = bias.value_or(at::Tensor());
-  return runForm(chooseForm(x, weight, b), x, weight, b).reshape(out_sizes);
+  static autotune::Memo memo;
+  const auto form = chooseLinearForm("hfta::linear_log_softmax", memo, runForm, x, weight, b);
+  return runForm(form, x, weight, b).reshape(out_sizes);
 }
 
 }  // namespace hfta::ops

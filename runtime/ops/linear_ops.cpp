@@ -9,6 +9,7 @@
 #include <atomic>
 
 #include "runtime/ops/autotune.h"
+#include "runtime/ops/linear_forms.h"
 #include "runtime/ops/ops.h"
 
 namespace hfta::ops {
@@ -98,23 +99,25 @@ at::Tensor runForm(LinearForm form, const at::Tensor& x, const at::Tensor& weigh
   return bias.defined() ? at::baddbmm(bias.unsqueeze(1), x, w_t) : at::bmm(x, w_t);
 }
 
+}  // namespace
+
 // As forced, else the faster form measured here for these shapes (forward
 // and, where gradients are on, backward), else Batched: one launch, and on
 // the processors measured (bench/README.md) within a few percent of B
 // GEMMs where it is not ahead.
-LinearForm chooseForm(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
+LinearForm chooseLinearForm(const char* op, autotune::Memo& memo, LinearRun run, const at::Tensor& x,
+                            const at::Tensor& weight, const at::Tensor& bias) {
   const auto forced = forced_linear_form.load();
   if (forced != LinearForm::Chosen) return forced;
   if (!autotune::enabled()) return LinearForm::Batched;
   const bool backward = autotune::recordsGradients();
   static const std::vector<LinearForm> forms{LinearForm::Batched, LinearForm::PerMember};
-  static autotune::Memo memo;
   autotune::Memo::Signature signature{backward};
   autotune::appendTensor(signature, x);
   autotune::appendTensor(signature, weight);
   signature.push_back(bias.defined());
   const auto key = [&] {
-    return fmt::format("hfta::linear|in [{}]|weight [{}]|bias {}|{}|{}|{}|forms batched,per-member|{}",
+    return fmt::format("{}|in [{}]|weight [{}]|bias {}|{}|{}|{}|forms batched,per-member|{}", op,
                        fmt::join(x.sizes(), ","), fmt::join(weight.sizes(), ","), bias.defined(),
                        c10::toString(x.scalar_type()), x.device().str(), backward ? "forward+backward" : "forward",
                        autotune::machine(x.device()));
@@ -122,16 +125,14 @@ LinearForm chooseForm(const at::Tensor& x, const at::Tensor& weight, const at::T
   const auto candidates = [&] {
     std::vector<std::function<void()>> runs;
     for (const auto form : forms) {
-      runs.push_back(autotune::candidate({x, weight, bias}, backward, [form](const std::vector<at::Tensor>& t) {
-        return runForm(form, t[0], t[1], t[2]);
+      runs.push_back(autotune::candidate({x, weight, bias}, backward, [form, run](const std::vector<at::Tensor>& t) {
+        return run(form, t[0], t[1], t[2]);
       }));
     }
     return runs;
   };
   return forms[memo.choose(signature, 0, key, candidates)];
 }
-
-}  // namespace
 
 LinearForm linearForm() { return forced_linear_form.load(); }
 void setLinearForm(LinearForm form) { forced_linear_form = form; }
@@ -151,7 +152,10 @@ at::Tensor linear(const at::Tensor& input, const at::Tensor& weight, const std::
   out_sizes.push_back(out_features);
   const auto x = input.reshape({input.size(0), -1, in_features});
   const auto b = bias.value_or(at::Tensor());
-  if (x.size(0) == members) return runForm(chooseForm(x, weight, b), x, weight, b).reshape(out_sizes);
+  if (x.size(0) == members) {
+    static autotune::Memo memo;
+    return runForm(chooseLinearForm("hfta::linear", memo, runForm, x, weight, b), x, weight, b).reshape(out_sizes);
+  }
   // Shared input: [M, in] @ [B, in, out] broadcasts to [B, M, out].
   auto y = at::matmul(x.select(0, 0), weight.transpose(1, 2));
   if (b.defined()) y = y + b.unsqueeze(1);
