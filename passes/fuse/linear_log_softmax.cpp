@@ -32,6 +32,7 @@ void chainLinearLogSoftmax(torch::jit::Block* block) {
     chained->output()->copyMetadata(node->output());
     node->output()->replaceAllUsesWith(chained->output());
     node->destroy();
+    // (The walk has passed the linear too: it defines the node's input.)
     linear->destroy();
   });
 }

@@ -1,7 +1,8 @@
 #pragma once
-// The choice between the forms of a per-member GEMM op (hfta::linear,
-// hfta::linear_log_softmax): one batched GEMM or each member's own, as
-// forced (setLinearForm), else measured here, as the autotuner measures.
+// What the per-member GEMM ops (hfta::linear, hfta::linear_log_softmax)
+// share: the choice between their forms (one batched GEMM or each member's
+// own, as forced by setLinearForm, else measured here, as the autotuner
+// measures), and the member-by-member form's backward GEMMs.
 #include <ATen/ATen.h>
 
 #include "runtime/ops/autotune.h"
@@ -18,5 +19,11 @@ using LinearRun = at::Tensor (*)(LinearForm, const at::Tensor&, const at::Tensor
 // op's own), else Batched with HFTA_AUTOTUNE=0.
 LinearForm chooseLinearForm(const char* op, autotune::Memo& memo, LinearRun run, const at::Tensor& x,
                             const at::Tensor& weight, const at::Tensor& bias);
+
+// Backward of member m's GEMM y_m = x_m @ weight_m^T, given g, the gradient
+// of y_m: its input and weight gradients written into their slices of the
+// stacked gradients grad_x and grad_weight (an undefined one is not wanted).
+void writeMemberGemmGradients(int64_t m, const at::Tensor& g, const at::Tensor& x, const at::Tensor& weight,
+                              at::Tensor& grad_x, at::Tensor& grad_weight);
 
 }  // namespace hfta::ops

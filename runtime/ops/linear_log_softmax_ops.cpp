@@ -59,14 +59,7 @@ struct PerMemberLinearLogSoftmax : torch::autograd::Function<PerMemberLinearLogS
     auto g = at::empty({x.size(1), weight.size(1)}, x.options());  // one member's scores' gradient
     for (int64_t m = 0; m < x.size(0); ++m) {
       at::_log_softmax_backward_data_out(g, grad.select(0, m), out.select(0, m), 1, out.scalar_type());
-      if (grad_x.defined()) {
-        auto slice = grad_x.select(0, m);
-        at::mm_out(slice, g, weight.select(0, m));
-      }
-      if (grad_weight.defined()) {
-        auto slice = grad_weight.select(0, m);
-        at::mm_out(slice, g.t(), x.select(0, m));
-      }
+      writeMemberGemmGradients(m, g, x, weight, grad_x, grad_weight);
       if (grad_bias.defined()) {
         auto slice = grad_bias.select(0, m);
         at::sum_out(slice, g, 0);

@@ -64,17 +64,8 @@ struct PerMemberLinear : torch::autograd::Function<PerMemberLinear> {
     at::Tensor grad_x, grad_weight, grad_bias;
     if (ctx->needs_input_grad(0)) grad_x = at::empty_like(x, at::MemoryFormat::Contiguous);
     if (ctx->needs_input_grad(1)) grad_weight = at::empty_like(weight, at::MemoryFormat::Contiguous);
-    for (int64_t m = 0; m < x.size(0); ++m) {
-      const auto g = grad.select(0, m);
-      if (grad_x.defined()) {
-        auto slice = grad_x.select(0, m);
-        at::mm_out(slice, g, weight.select(0, m));
-      }
-      if (grad_weight.defined()) {
-        auto slice = grad_weight.select(0, m);
-        at::mm_out(slice, g.t(), x.select(0, m));
-      }
-    }
+    for (int64_t m = 0; m < x.size(0); ++m)
+      writeMemberGemmGradients(m, grad.select(0, m), x, weight, grad_x, grad_weight);
     // (needs_input_grad counts the tensors given: no bias, no index 2)
     if (ctx->saved_data["bias"].toBool() && ctx->needs_input_grad(2)) grad_bias = grad.sum(1);
     return {grad_x, grad_weight, grad_bias};
@@ -100,6 +91,18 @@ at::Tensor runForm(LinearForm form, const at::Tensor& x, const at::Tensor& weigh
 }
 
 }  // namespace
+
+void writeMemberGemmGradients(int64_t m, const at::Tensor& g, const at::Tensor& x, const at::Tensor& weight,
+                              at::Tensor& grad_x, at::Tensor& grad_weight) {
+  if (grad_x.defined()) {
+    auto slice = grad_x.select(0, m);
+    at::mm_out(slice, g, weight.select(0, m));
+  }
+  if (grad_weight.defined()) {
+    auto slice = grad_weight.select(0, m);
+    at::mm_out(slice, g.t(), x.select(0, m));
+  }
+}
 
 // As forced, else the faster form measured here for these shapes (forward
 // and, where gradients are on, backward), else Batched: one launch, and on
