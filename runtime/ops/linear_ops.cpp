@@ -72,6 +72,35 @@ struct PerMemberLinear : torch::autograd::Function<PerMemberLinear> {
   }
 };
 
+// One batched GEMM forward, two and a sum in backward, in one autograd
+// node: baddbmm's own gradient would add nodes for the weight's transpose
+// and the bias's unsqueeze and broadcast (sum_to_size), which at a small
+// MLP's sizes cost more than its GEMMs do.
+struct BatchedLinear : torch::autograd::Function<BatchedLinear> {
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& x, const at::Tensor& weight,
+                            const std::optional<at::Tensor>& maybe_bias) {
+    const auto bias = maybe_bias.value_or(at::Tensor());
+    ctx->save_for_backward({x, weight});
+    ctx->saved_data["bias"] = bias.defined();
+    const auto w_t = weight.transpose(1, 2);  // [B, in, out]
+    return bias.defined() ? at::baddbmm(bias.unsqueeze(1), x, w_t) : at::bmm(x, w_t);
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    // (Under create_graph these ops are recorded: the gradients can be
+    // differentiated again.)
+    const auto saved = ctx->get_saved_variables();
+    const auto &x = saved[0], &weight = saved[1];
+    const auto& grad = grads[0];
+    at::Tensor grad_x, grad_weight, grad_bias;
+    if (ctx->needs_input_grad(0)) grad_x = at::bmm(grad, weight);
+    if (ctx->needs_input_grad(1)) grad_weight = at::bmm(grad.transpose(1, 2), x);
+    if (ctx->saved_data["bias"].toBool() && ctx->needs_input_grad(2)) grad_bias = grad.sum(1);
+    return {grad_x, grad_weight, grad_bias};
+  }
+};
+
 // x [B, M, in], weight [B, out, in], bias [B, out] or undefined -> [B, M, out].
 at::Tensor runForm(LinearForm form, const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
   if (form == LinearForm::PerMember) {
@@ -86,6 +115,13 @@ at::Tensor runForm(LinearForm form, const at::Tensor& x, const at::Tensor& weigh
     }
     return PerMemberLinear::apply(x, weight, bias.defined() ? std::optional<at::Tensor>(bias) : std::nullopt);
   }
+  const bool records = at::GradMode::is_enabled() &&
+                       (x.requires_grad() || weight.requires_grad() || (bias.defined() && bias.requires_grad()));
+  if (records && !at::autocast::is_autocast_enabled(x.device().type())) {
+    return BatchedLinear::apply(x, weight, bias.defined() ? std::optional<at::Tensor>(bias) : std::nullopt);
+  }
+  // (No gradient to record, or autocast, which casts baddbmm's inputs
+  // first: the saved tensors must be the casts, as ATen's node saves them.)
   const auto w_t = weight.transpose(1, 2);  // [B, in, out]
   return bias.defined() ? at::baddbmm(bias.unsqueeze(1), x, w_t) : at::bmm(x, w_t);
 }
@@ -153,11 +189,13 @@ at::Tensor linear(const at::Tensor& input, const at::Tensor& weight, const std::
   std::vector<int64_t> out_sizes{members};
   for (int64_t d = 1; d + 1 < input.dim(); ++d) out_sizes.push_back(input.size(d));
   out_sizes.push_back(out_features);
-  const auto x = input.reshape({input.size(0), -1, in_features});
+  // (A view costs an autograd node each way: none where x is [B, M, in].)
+  const auto x = input.dim() == 3 ? input : input.reshape({input.size(0), -1, in_features});
   const auto b = bias.value_or(at::Tensor());
   if (x.size(0) == members) {
     static autotune::Memo memo;
-    return runForm(chooseLinearForm("hfta::linear", memo, runForm, x, weight, b), x, weight, b).reshape(out_sizes);
+    const auto y = runForm(chooseLinearForm("hfta::linear", memo, runForm, x, weight, b), x, weight, b);
+    return input.dim() == 3 ? y : y.reshape(out_sizes);
   }
   // Shared input: [M, in] @ [B, in, out] broadcasts to [B, M, out].
   auto y = at::matmul(x.select(0, 0), weight.transpose(1, 2));

@@ -15,29 +15,6 @@ using testing::allClose;
 
 constexpr int64_t kMembers = 3;
 
-TEST(HftaLinear, MatchesEachMembersLinearForAnyInputRank) {
-  torch::manual_seed(0);
-  const auto w = torch::randn({kMembers, 6, 4}, torch::requires_grad());
-  const auto bias = torch::randn({kMembers, 6}, torch::requires_grad());
-  for (const std::vector<int64_t>& member_shape : std::vector<std::vector<int64_t>>{{4}, {5, 4}, {2, 5, 4}}) {
-    std::vector<int64_t> shape{kMembers};
-    shape.insert(shape.end(), member_shape.begin(), member_shape.end());
-    const auto x = torch::randn(shape);
-    const auto y = ops::linear(x, w, bias);
-    for (int64_t b = 0; b < kMembers; ++b) {
-      EXPECT_TRUE(allClose(y[b], torch::nn::functional::linear(x[b], w[b], bias[b]), 1e-6));
-    }
-    // Backward: each member's weight gradient is its own.
-    const auto weight_grad =
-        torch::autograd::grad(torch::autograd::variable_list{y.sum()}, torch::autograd::variable_list{w})[0];
-    for (int64_t b = 0; b < kMembers; ++b) {
-      auto wb = w[b].detach().requires_grad_(true);
-      torch::nn::functional::linear(x[b], wb, bias[b].detach()).sum().backward();
-      EXPECT_TRUE(allClose(weight_grad[b], wb.grad(), 1e-5));
-    }
-  }
-}
-
 TEST(HftaLinear, SharedInputBroadcastsWithoutCopies) {
   const auto w = torch::randn({kMembers, 6, 4});
   const auto x = torch::randn({5, 4});
