@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -28,6 +29,13 @@ namespace {
 // more than running the winner.
 constexpr int kRepeats = 3;
 constexpr double kHopeless = 3.0;
+// A timed sample is at least this long: a candidate that runs faster is
+// run as often as it takes, and the sample is the mean. One run of a form
+// that takes microseconds times the machine's jitter more than the form
+// (the harness's MLP, 80-140 us a run forward and backward, had one linear
+// take the per-member form by noise, and trained at 0.68x of dense).
+constexpr double kMinSampleSeconds = 2e-3;
+constexpr int kMaxRunsPerSample = 1000;
 
 struct State {
   std::mutex mutex;
@@ -74,31 +82,38 @@ std::vector<double> interleavedMedians(const std::vector<std::function<void()>>&
   const size_t n = candidates.size();
   std::vector<std::vector<double>> times(n);
   std::vector<bool> running(n, true);
-  auto runOnce = [&](size_t c) -> std::optional<double> {
+  std::vector<int> runs_per_sample(n, 1);
+  // One sample of candidate c: the mean seconds of its runs_per_sample runs.
+  auto sample = [&](size_t c) -> std::optional<double> {
     const auto start = Clock::now();
     try {
-      candidates[c]();
+      for (int i = 0; i < runs_per_sample[c]; ++i) candidates[c]();
     } catch (const std::exception&) {
       running[c] = false;  // a form this input cannot take is not a choice
       times[c].clear();
       return std::nullopt;
     }
-    return std::chrono::duration<double>(Clock::now() - start).count();
+    return std::chrono::duration<double>(Clock::now() - start).count() / runs_per_sample[c];
   };
   // Warm-up: first-use allocations, kernel selection, and (given more than
-  // one run) the memory a first step maps.
+  // one run) the memory a first step maps; then one more run says how many
+  // make a sample.
   for (size_t c = 0; c < n; ++c) {
     runUntilSettled(
         [&] {
-          if (running[c]) runOnce(c);
+          if (running[c]) sample(c);
         },
         warm_up_runs);
+    if (const auto seconds = running[c] ? sample(c) : std::nullopt) {
+      const double runs = std::ceil(kMinSampleSeconds / std::max(*seconds, 1e-9));
+      runs_per_sample[c] = static_cast<int>(std::clamp(runs, 1.0, double{kMaxRunsPerSample}));
+    }
   }
   for (int r = 0; r < kRepeats; ++r) {
     std::optional<double> round_best;
     for (size_t c = 0; c < n; ++c) {
       if (!running[c]) continue;
-      if (const auto t = runOnce(c)) {
+      if (const auto t = sample(c)) {
         times[c].push_back(*t);
         round_best = std::min(round_best.value_or(*t), *t);
       }

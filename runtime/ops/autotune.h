@@ -34,10 +34,12 @@ void setEnabled(bool on);
 
 // The index of the fastest candidate for `key` (which names the op and
 // everything its speed depends on; the processor or GPU model is added
-// here): each candidate runs once to warm up, then 3 rounds run each
+// here): each candidate runs once to warm up, then 3 rounds time each
 // candidate once in turn (a burst of another process's work slows the
-// candidates it overlaps alike), and the median counts; a run 3x slower
-// than its round's fastest ends its candidate's turn. `heuristic` when
+// candidates it overlaps alike), and the median counts; a candidate faster
+// than 2 ms runs as often as 2 ms take in each of its samples, which count
+// the mean. A sample 3x slower than its round's fastest ends its
+// candidate's turn. `heuristic` when
 // measurement is off. A candidate that throws is never chosen (all
 // throwing: `heuristic`).
 size_t choose(const std::string& key, size_t heuristic, const std::vector<std::function<void()>>& candidates);
@@ -66,10 +68,11 @@ class Memo {
 // dtype and device.
 void appendTensor(Memo::Signature& signature, const at::Tensor& t);
 
-// Each candidate's median seconds, timed as choose() times them (a
-// warm-up each, then 3 rounds that run each candidate once in turn): -1
-// for one that throws, and the time of the run that ended the turn of one
-// 3x slower than its round's fastest. How a segment plan's race compares
+// Each candidate's median seconds a run, timed as choose() times them (a
+// warm-up each, then 3 rounds that take a sample of each candidate in turn,
+// one run or the mean of as many as 2 ms take): -1 for one that throws,
+// and the sample that ended the turn of one 3x slower than its round's
+// fastest. How a segment plan's race compares
 // its mixes of plans, with a warm-up of up to `warm_up_runs` runs, until
 // a run maps almost no new memory (hfta::runUntilSettled); choose() warms
 // up with one run.

@@ -19,10 +19,10 @@
 // state restored after: fused everywhere against the members everywhere,
 // then each segment flipped against the best so far, two mixes at a time
 // timed in turn as the op forms are (each run until it maps almost no new
-// memory, then 3 rounds that run each once; the median counts). The fastest
-// mix is kept
-// for the graph, the signature and the machine, in memory and in
-// forms.json, and the call goes on with it.
+// memory, then 3 rounds that take a sample of each, a run or the mean of
+// as many as 2 ms take; the median counts). The fastest mix is kept for
+// the graph, the signature and the machine, in memory and in forms.json,
+// and the call goes on with it.
 //
 // HFTA_AUTOTUNE=0 keeps the heuristic (Fused everywhere); HFTA_SEGMENT_PLAN
 // = fused | members forces one plan everywhere (tests run every plan).

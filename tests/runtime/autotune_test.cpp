@@ -77,10 +77,10 @@ TEST_F(Autotune, ChoosesTheFasterCandidateOnceAndRemembersIt) {
   // A 30x gap: no scheduler noise on a shared machine reverses it over the
   // median of three runs.
   EXPECT_EQ(autotune::choose("op|a", 0, {sleeper(kSlowMs, &slow), sleeper(kFastMs, &fast)}), 1u);
-  EXPECT_EQ(fast, 4);  // one warm-up, three timed
-  EXPECT_EQ(slow, 2);  // one warm-up, one timed run 30x the fastest of its round
+  EXPECT_EQ(fast, 5);  // one warm-up, one that sizes its samples (one run: 2 ms), three timed
+  EXPECT_EQ(slow, 3);  // one warm-up, one sizing, one timed run 30x the fastest of its round
   EXPECT_EQ(autotune::choose("op|a", 0, {sleeper(kSlowMs, &slow), sleeper(kFastMs, &fast)}), 1u);
-  EXPECT_EQ(slow + fast, 6);  // not measured again
+  EXPECT_EQ(slow + fast, 8);  // not measured again
 }
 
 // The hot path: a signature seen before finds its choice without the key
@@ -109,34 +109,46 @@ TEST_F(Autotune, AMemoBuildsTheKeyOncePerSignature) {
   autotune::forget();  // the choices reread from the cache file: keyed, not measured again
   EXPECT_EQ(memo.choose(a, 0, key("memo|a"), candidates), 1u);
   EXPECT_EQ(keys, 3);
-  EXPECT_EQ(fast + slow, 12);  // two measurements: four runs of the fast candidate, two of the slow
+  EXPECT_EQ(fast + slow, 16);  // two measurements: five runs of the fast candidate, three of the slow
 }
 
 TEST_F(Autotune, AHopelessCandidateStopsAfterOneTimedRun) {
   int fast = 0, slow = 0;
   EXPECT_EQ(autotune::choose("op|f", 1, {sleeper(kFastMs, &fast), sleeper(kSlowMs, &slow)}), 0u);
-  EXPECT_EQ(fast, 4);
-  EXPECT_EQ(slow, 2);  // warm-up and one run 30x the fastest of its round
+  EXPECT_EQ(fast, 5);
+  EXPECT_EQ(slow, 3);  // warm-up, sizing and one run 30x the fastest of its round
 }
 
 // A burst of another process's work that lasts as long as one candidate's
 // timed runs: timed one candidate after the other, it would fall on the
-// faster one alone (calls 1-3 below: its three timed runs, 330 ms each
-// against the other's 50) and choose the slower; timed in turn, it slows
-// both candidates' runs of one round, and the medians keep the faster.
+// faster one alone (calls 3-5 below, after each candidate's warm-up and
+// sizing run: its three timed runs, 330 ms each against the other's 50)
+// and choose the slower; timed in turn, it slows both candidates' runs of
+// one round, and the medians keep the faster.
 // (30 ms against 50: neither is hopeless unless a sleep overruns by 40 ms;
 // 3 against 5 failed on CI once, a 5 ms sleep overrunning by 4.)
 TEST_F(Autotune, ABurstAsLongAsOneCandidatesRunsDoesNotChoose) {
   int calls = 0;
   const auto machine = [&calls](double ms) {
     return [ms, &calls] {
-      const bool burst = calls >= 1 && calls <= 3;
+      const bool burst = calls >= 3 && calls <= 5;
       ++calls;
       std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(ms + (burst ? 300 : 0)));
     };
   };
   EXPECT_EQ(autotune::choose("op|burst", 1, {machine(30), machine(50)}), 0u);
-  EXPECT_EQ(calls, 8);  // a warm-up and three timed runs each
+  EXPECT_EQ(calls, 10);  // a warm-up, a sizing run and three timed runs each
+}
+
+// A candidate that runs in a fraction of a millisecond (a small MLP's
+// linear, forward and backward) is timed over samples of 2 ms, as many
+// runs as take that long: one run of it times the clock and the machine's
+// jitter. (A 0.1 ms sleep that overran to 1 ms on a loaded machine would
+// still run twice a sample.)
+TEST_F(Autotune, ACandidateFasterThanASampleRunsManyTimesASample) {
+  int fast = 0, slow = 0;
+  EXPECT_EQ(autotune::choose("op|short", 1, {sleeper(kSlowMs, &slow), sleeper(0.1, &fast)}), 1u);
+  EXPECT_GT(fast, 5);  // more than a warm-up, a sizing run and three one-run samples
 }
 
 TEST_F(Autotune, ALaterProcessTakesTheChoiceFromTheCache) {
@@ -167,7 +179,7 @@ TEST_F(Autotune, AnUnreadableCacheIsMeasuredAnew) {
   autotune::forget();
   int a = 0, b = 0;
   EXPECT_EQ(autotune::choose("op|e", 0, {sleeper(kSlowMs, &a), sleeper(kFastMs, &b)}), 1u);
-  EXPECT_EQ(b, 4);  // measured: a warm-up and three timed runs
+  EXPECT_EQ(b, 5);  // measured: a warm-up, a sizing run and three timed runs
 }
 
 // A wide layer (512 x 512 per member, where the forms differ most): the
