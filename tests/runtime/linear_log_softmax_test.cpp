@@ -18,19 +18,13 @@ using testing::kFloat64;
 
 constexpr int64_t kMembers = 3, kFeatures = 40, kClasses = 45;
 
-// Forces a form of hfta::linear (and so of hfta::linear_log_softmax) for one scope.
-struct ForcedForm {
-  explicit ForcedForm(LinearForm form) { setLinearForm(form); }
-  ~ForcedForm() { setLinearForm(LinearForm::Chosen); }
-};
-
 class LinearLogSoftmax : public ::testing::TestWithParam<LinearForm> {};
 
 // Output and every gradient, with an upstream gradient that differs per
 // element (a log-softmax's backward subtracts its sum), with and without a
 // bias, for an input of rank 4 ([B, 2, 3, features]).
 TEST_P(LinearLogSoftmax, MatchesAtensLogSoftmaxOfLinearPerMember) {
-  const ForcedForm form(GetParam());
+  const testing::FormScope form(ConvForm::Chosen, GetParam());
   torch::manual_seed(0);
   const auto f64 = torch::dtype(torch::kFloat64);
   for (const bool with_bias : {true, false}) {
@@ -62,7 +56,7 @@ TEST_P(LinearLogSoftmax, MatchesAtensLogSoftmaxOfLinearPerMember) {
 // with create_graph): the per-member form's backward writes into stacked
 // gradients except when its gradients are differentiated again.
 TEST_P(LinearLogSoftmax, GradientsCanBeDifferentiatedAgain) {
-  const ForcedForm form(GetParam());
+  const testing::FormScope form(ConvForm::Chosen, GetParam());
   torch::manual_seed(1);
   const auto f64 = torch::dtype(torch::kFloat64);
   const auto x = torch::randn({kMembers, 5, kFeatures}, f64).requires_grad_();

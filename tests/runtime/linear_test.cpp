@@ -19,17 +19,12 @@ using testing::kFloat64;
 
 constexpr int64_t kMembers = 3, kFeatures = 40, kOutputs = 36;
 
-struct ForcedForm {
-  explicit ForcedForm(LinearForm form) { setLinearForm(form); }
-  ~ForcedForm() { setLinearForm(LinearForm::Chosen); }
-};
-
 class HftaLinearForms : public ::testing::TestWithParam<LinearForm> {};
 
 // An upstream gradient that differs per element, inputs of rank 2, 3 (the
 // batched node's own shape, no view) and 4, with and without a bias.
 TEST_P(HftaLinearForms, MatchAtensLinearPerMember) {
-  const ForcedForm form(GetParam());
+  const testing::FormScope form(ConvForm::Chosen, GetParam());
   torch::manual_seed(0);
   const auto f64 = torch::dtype(torch::kFloat64);
   for (const bool with_bias : {true, false}) {
@@ -64,7 +59,7 @@ TEST_P(HftaLinearForms, MatchAtensLinearPerMember) {
 // with create_graph, as WGAN-GP does): both forms' backward must record
 // ops autograd can differentiate.
 TEST_P(HftaLinearForms, GradientsCanBeDifferentiatedAgain) {
-  const ForcedForm form(GetParam());
+  const testing::FormScope form(ConvForm::Chosen, GetParam());
   torch::manual_seed(1);
   const auto f64 = torch::dtype(torch::kFloat64);
   const auto x = torch::randn({kMembers, 5, kFeatures}, f64).requires_grad_();
