@@ -39,9 +39,8 @@ void setEnabled(bool on);
 // candidates it overlaps alike), and the median counts; a candidate faster
 // than 2 ms runs as often as 2 ms take in each of its samples, which count
 // the mean. A sample 3x slower than its round's fastest ends its
-// candidate's turn. `heuristic` when
-// measurement is off. A candidate that throws is never chosen (all
-// throwing: `heuristic`).
+// candidate's turn. `heuristic` when measurement is off. A candidate that
+// throws is never chosen (all throwing: `heuristic`).
 size_t choose(const std::string& key, size_t heuristic, const std::vector<std::function<void()>>& candidates);
 
 // An op's choices by the numbers that decide them (its shapes, flags,
@@ -72,10 +71,9 @@ void appendTensor(Memo::Signature& signature, const at::Tensor& t);
 // warm-up each, then 3 rounds that take a sample of each candidate in turn,
 // one run or the mean of as many as 2 ms take): -1 for one that throws,
 // and the sample that ended the turn of one 3x slower than its round's
-// fastest. How a segment plan's race compares
-// its mixes of plans, with a warm-up of up to `warm_up_runs` runs, until
-// a run maps almost no new memory (hfta::runUntilSettled); choose() warms
-// up with one run.
+// fastest. How a segment plan's race compares its mixes of plans, with a
+// warm-up of up to `warm_up_runs` runs, until a run maps almost no new
+// memory (hfta::runUntilSettled); choose() warms up with one run.
 std::vector<double> interleavedMedians(const std::vector<std::function<void()>>& candidates, int warm_up_runs = 1);
 
 // Whether a fused op called now is differentiated (GradMode on, not in
