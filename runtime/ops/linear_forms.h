@@ -2,7 +2,8 @@
 // What the per-member GEMM ops (hfta::linear, hfta::linear_log_softmax)
 // share: the choice between their forms (one batched GEMM or each member's
 // own, as forced by setLinearForm, else measured here, as the autotuner
-// measures), and the member-by-member form's backward GEMMs.
+// measures), the batched form's GEMM and the member-by-member form's
+// backward GEMMs.
 #include <ATen/ATen.h>
 
 #include "runtime/ops/autotune.h"
@@ -19,6 +20,10 @@ using LinearRun = at::Tensor (*)(LinearForm, const at::Tensor&, const at::Tensor
 // op's own), else Batched with HFTA_AUTOTUNE=0.
 LinearForm chooseLinearForm(const char* op, autotune::Memo& memo, LinearRun run, const at::Tensor& x,
                             const at::Tensor& weight, const at::Tensor& bias);
+
+// x [B, M, in] @ weight [B, out, in]^T (+ bias [B, out], or undefined) as
+// one batched GEMM: [B, M, out].
+at::Tensor batchedGemm(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias);
 
 // Backward of member m's GEMM y_m = x_m @ weight_m^T, given g, the gradient
 // of y_m: its input and weight gradients written into their slices of the

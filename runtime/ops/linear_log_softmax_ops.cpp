@@ -73,8 +73,7 @@ at::Tensor runForm(LinearForm form, const at::Tensor& x, const at::Tensor& weigh
   if (form == LinearForm::PerMember) {
     return PerMemberLinearLogSoftmax::apply(x, weight, bias.defined() ? std::optional<at::Tensor>(bias) : std::nullopt);
   }
-  const auto w_t = weight.transpose(1, 2);
-  return at::log_softmax(bias.defined() ? at::baddbmm(bias.unsqueeze(1), x, w_t) : at::bmm(x, w_t), -1);
+  return at::log_softmax(batchedGemm(x, weight, bias), -1);
 }
 
 }  // namespace

@@ -82,8 +82,7 @@ struct BatchedLinear : torch::autograd::Function<BatchedLinear> {
     const auto bias = maybe_bias.value_or(at::Tensor());
     ctx->save_for_backward({x, weight});
     ctx->saved_data["bias"] = bias.defined();
-    const auto w_t = weight.transpose(1, 2);  // [B, in, out]
-    return bias.defined() ? at::baddbmm(bias.unsqueeze(1), x, w_t) : at::bmm(x, w_t);
+    return batchedGemm(x, weight, bias);
   }
 
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
@@ -122,11 +121,15 @@ at::Tensor runForm(LinearForm form, const at::Tensor& x, const at::Tensor& weigh
   }
   // (No gradient to record, or autocast, which casts baddbmm's inputs
   // first: the saved tensors must be the casts, as ATen's node saves them.)
-  const auto w_t = weight.transpose(1, 2);  // [B, in, out]
-  return bias.defined() ? at::baddbmm(bias.unsqueeze(1), x, w_t) : at::bmm(x, w_t);
+  return batchedGemm(x, weight, bias);
 }
 
 }  // namespace
+
+at::Tensor batchedGemm(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
+  const auto w_t = weight.transpose(1, 2);  // [B, in, out]
+  return bias.defined() ? at::baddbmm(bias.unsqueeze(1), x, w_t) : at::bmm(x, w_t);
+}
 
 void writeMemberGemmGradients(int64_t m, const at::Tensor& g, const at::Tensor& x, const at::Tensor& weight,
                               at::Tensor& grad_x, at::Tensor& grad_weight) {
