@@ -40,6 +40,7 @@ FormScope::FormScope(std::string& kind)
     : previous_conv_(ops::convForm()), previous_linear_(ops::linearForm()), previous_recurrent_(ops::recurrentForm()) {
   if (takeSuffix(kind, "+per-member-conv")) ops::setConvForm(ops::ConvForm::PerMember);
   if (takeSuffix(kind, "+channels-last-conv")) ops::setConvForm(ops::ConvForm::ChannelsLast);
+  if (takeSuffix(kind, "+unfolded-conv")) ops::setConvForm(ops::ConvForm::Unfolded);
   if (takeSuffix(kind, "+per-member-linear")) ops::setLinearForm(ops::LinearForm::PerMember);
   if (takeSuffix(kind, "+per-member-recurrent")) ops::setRecurrentForm(ops::RecurrentForm::PerMember);
   if (takeSuffix(kind, "+stepped-recurrent")) ops::setRecurrentForm(ops::RecurrentForm::Stepped);

@@ -12,6 +12,7 @@
 #include <functional>
 
 #include "runtime/ops/autotune.h"
+#include "runtime/ops/conv_unfolded.h"
 #include "runtime/ops/ops.h"
 #include "runtime/ops/sync_batch_norm.h"
 
@@ -63,6 +64,7 @@ std::vector<std::string> formNames(const std::vector<ConvForm>& forms) {
   for (const auto form : forms) {
     names.push_back(form == ConvForm::PerMember      ? "per-member"
                     : form == ConvForm::ChannelsLast ? "channels-last"
+                    : form == ConvForm::Unfolded     ? "unfolded"
                                                      : "grouped");
   }
   return names;
@@ -72,30 +74,6 @@ std::vector<std::string> formNames(const std::vector<ConvForm>& forms) {
 // too, as one with a single channel or pixel is).
 bool channelsLast(const at::Tensor& t) {
   return t.dim() == 4 && t.is_contiguous(at::MemoryFormat::ChannelsLast) && !t.is_contiguous();
-}
-
-template <typename ConvFn>
-at::Tensor runForm(ConvForm form, const at::Tensor& input, const at::Tensor& weight,
-                   const std::optional<at::Tensor>& bias, int64_t groups, ConvFn conv) {
-  const auto flat_bias = flattened(bias);
-  switch (form) {
-    case ConvForm::PerMember:
-      return perMemberForm(input, weight, bias, groups, conv);
-    case ConvForm::ChannelsLast:
-      if (input.dim() == 4) {
-        // The output goes back to the input's layout: the ops after it
-        // run as they would (a whole ResNet-18 kept channels-last after its
-        // first convolution ran slower than none), and the timing sees the
-        // form's whole cost.
-        const auto out =
-            conv(input.contiguous(at::MemoryFormat::ChannelsLast),
-                 weight.flatten(0, 1).contiguous(at::MemoryFormat::ChannelsLast), flat_bias, groups * weight.size(0));
-        return out.contiguous(input.suggest_memory_format());
-      }
-      [[fallthrough]];  // (no channels-last layout for 1-D or 3-D convolutions)
-    default:
-      return conv(input, weight.flatten(0, 1), flat_bias, groups * weight.size(0));
-  }
 }
 
 // What names a convolution for the autotuner besides its tensors.
@@ -117,6 +95,37 @@ struct ConvSettings {
   }
 };
 
+template <typename ConvFn>
+at::Tensor runForm(ConvForm form, const at::Tensor& input, const at::Tensor& weight,
+                   const std::optional<at::Tensor>& bias, int64_t groups, ConvFn conv, const ConvSettings& settings) {
+  const auto flat_bias = flattened(bias);
+  switch (form) {
+    case ConvForm::PerMember:
+      return perMemberForm(input, weight, bias, groups, conv);
+    case ConvForm::Unfolded:
+      // (padding given as a mode, a grouped or 1-D or 3-D convolution: grouped)
+      if (settings.padding_mode.empty() && unfoldable(input, weight, groups)) {
+        return unfoldedConv(input, weight, bias, settings.stride, settings.padding, settings.dilation);
+      }
+      break;
+    case ConvForm::ChannelsLast:
+      if (input.dim() == 4) {
+        // The output goes back to the input's layout: the ops after it
+        // run as they would (a whole ResNet-18 kept channels-last after its
+        // first convolution ran slower than none), and the timing sees the
+        // form's whole cost.
+        const auto out =
+            conv(input.contiguous(at::MemoryFormat::ChannelsLast),
+                 weight.flatten(0, 1).contiguous(at::MemoryFormat::ChannelsLast), flat_bias, groups * weight.size(0));
+        return out.contiguous(input.suggest_memory_format());
+      }
+      break;  // (no channels-last layout for 1-D or 3-D convolutions)
+    default:
+      break;
+  }
+  return conv(input, weight.flatten(0, 1), flat_bias, groups * weight.size(0));
+}
+
 // The form B convolutions of this shape run in: as forced, else the fastest
 // measured here (forward and, where gradients are on, backward; the
 // channels-last form's cost includes both layout conversions), else the
@@ -134,6 +143,10 @@ ConvForm chooseForm(const at::Tensor& input, const at::Tensor& weight, const std
   std::vector<ConvForm> forms{ConvForm::Grouped, ConvForm::PerMember};
   // (a channels-last input runs channels-last as Grouped)
   if (input.dim() == 4 && !channels_last) forms.push_back(ConvForm::ChannelsLast);
+  if (settings.padding_mode.empty() && unfoldable(input, weight, groups) &&
+      unfoldedWorthTiming(input, weight, settings.stride, settings.padding, settings.dilation)) {
+    forms.push_back(ConvForm::Unfolded);
+  }
   static autotune::Memo memo;
   autotune::Memo::Signature signature{backward, channels_last, groups};
   autotune::appendTensor(signature, input);
@@ -153,7 +166,8 @@ ConvForm chooseForm(const at::Tensor& input, const at::Tensor& weight, const std
     for (const auto form : forms) {
       runs.push_back(autotune::candidate(
           {input, weight, bias.value_or(at::Tensor())}, backward, [&, form](const std::vector<at::Tensor>& t) {
-            return runForm(form, t[0], t[1], t[2].defined() ? std::optional(t[2]) : std::nullopt, groups, conv);
+            return runForm(form, t[0], t[1], t[2].defined() ? std::optional(t[2]) : std::nullopt, groups, conv,
+                           settings);
           }));
     }
     return runs;
@@ -186,7 +200,7 @@ at::Tensor convolveMembers(const at::Tensor& input, const at::Tensor& weight, co
   TORCH_CHECK(input.size(1) == members * in_channels, "hfta::conv: input ", input.sizes(), " has neither ", in_channels,
               " nor ", members, " x ", in_channels, " channels");
   if (transposed) return conv(input, w, b, groups * members);
-  return runForm(chooseForm(input, weight, bias, groups, conv, settings), input, weight, bias, groups, conv);
+  return runForm(chooseForm(input, weight, bias, groups, conv, settings), input, weight, bias, groups, conv, settings);
 }
 
 }  // namespace

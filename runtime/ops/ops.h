@@ -55,8 +55,11 @@ at::Tensor conv(const at::Tensor& input, const at::Tensor& weight, const std::op
 // fastest (runtime/ops/autotune.h; with HFTA_AUTOTUNE=0 a heuristic that
 // conv_ops.cpp states); tests force one. Grouped runs in the layout the
 // input comes in; ChannelsLast turns a 2-D convolution's input and weight
-// channels-last, and its output back to the input's layout.
-enum class ConvForm { Chosen, Grouped, PerMember, ChannelsLast };
+// channels-last, and its output back to the input's layout; Unfolded runs a
+// 2-D convolution as batched GEMMs over the unfolded input
+// (runtime/ops/conv_unfolded.h). A form a convolution cannot take runs
+// grouped.
+enum class ConvForm { Chosen, Grouped, PerMember, ChannelsLast, Unfolded };
 ConvForm convForm();
 void setConvForm(ConvForm form);
 // The same with padding "same" or "valid".

@@ -210,6 +210,11 @@ std::vector<int64_t> signatureOf(const std::vector<c10::IValue>& inputs) {
   return signature;
 }
 
+// Which op forms a fused segment can run in: a plan raced before a form was
+// added (the unfolded convolution, revision 2) is raced again. Raise it with
+// each new form.
+constexpr int kFusedFormsRevision = 2;
+
 std::string cacheKey(const std::string& graph, const std::vector<int64_t>& signature,
                      const std::vector<c10::IValue>& inputs) {
   c10::Device device(c10::kCPU);
@@ -221,8 +226,8 @@ std::string cacheKey(const std::string& graph, const std::vector<int64_t>& signa
   }
   StableHash shapes;  // of the signature past the grad mode: a short key
   for (size_t i = 1; i < signature.size(); ++i) shapes.add(signature[i]);
-  return fmt::format("segment_plan {} {} {} {:016x}", graph, autotune::machine(device),
-                     signature[0] != 0 ? "train" : "forward", shapes.value());
+  return fmt::format("segment_plan {} {} {} {:016x} forms r{}", graph, autotune::machine(device),
+                     signature[0] != 0 ? "train" : "forward", shapes.value(), kFusedFormsRevision);
 }
 
 std::optional<std::string> cached(const std::string& key, int64_t segments) {

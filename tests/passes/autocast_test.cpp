@@ -97,12 +97,14 @@ void expectLikeAlone(const std::string& what, const at::Tensor& fused, const at:
 
 // A kind with the suffix "+per-member-conv" runs every convolution as B
 // dense ones, "+channels-last-conv" as one channels-last grouped one,
+// "+unfolded-conv" as batched GEMMs over the unfolded input,
 // "+per-member-linear" every linear as B GEMMs (testing::FormScope).
 class AutocastEquivalence : public ::testing::TestWithParam<std::string> {
  protected:
   std::string kind_ = GetParam();
   // (before forms_ strips the suffix from kind_)
   const bool independent_ = kind_.find("+channels-last-conv") != std::string::npos ||
+                            kind_.find("+unfolded-conv") != std::string::npos ||
                             (kind_.find('+') == std::string::npos && autotune::enabled());
   testing::FormScope forms_{kind_};
 };
@@ -198,7 +200,8 @@ INSTANTIATE_TEST_SUITE_P(VisionNetworks, AutocastEquivalence,
                                            "dcgan_d", "resnet18+per-member-conv", "mobilenet_v2+per-member-conv",
                                            "pointnet_cls+per-member-conv", "dcgan_d+per-member-conv",
                                            "resnet18+channels-last-conv", "mobilenet_v2+channels-last-conv",
-                                           "dcgan_d+channels-last-conv"));
+                                           "dcgan_d+channels-last-conv", "resnet18+unfolded-conv",
+                                           "dcgan_d+unfolded-conv"));
 
 INSTANTIATE_TEST_SUITE_P(Transformers, AutocastEquivalence,
                          ::testing::Values("lm_tiny_f32", "bert_tiny_f32", "mha_weights_padding_causal",

@@ -48,6 +48,7 @@ void trainFused(torch::jit::Module& fused, const Reference& ref, const c10::Devi
 
 // A kind with the suffix "+per-member-conv" runs every convolution as B
 // dense ones, "+channels-last-conv" as one channels-last grouped one,
+// "+unfolded-conv" as batched GEMMs over the unfolded input,
 // "+per-member-linear" every linear as B GEMMs, "+per-member-recurrent"
 // ("+stepped-recurrent") every recurrent layer as the members' own ATen ops
 // (all members per time step) (testing::FormScope); with
@@ -175,7 +176,8 @@ INSTANTIATE_TEST_SUITE_P(VisionNetworks, FusionEquivalence,
                                            "dcgan_d", "resnet18+per-member-conv", "mobilenet_v2+per-member-conv",
                                            "pointnet_cls+per-member-conv", "dcgan_d+per-member-conv",
                                            "resnet18+channels-last-conv", "mobilenet_v2+channels-last-conv",
-                                           "dcgan_d+channels-last-conv"));
+                                           "dcgan_d+channels-last-conv", "resnet18+unfolded-conv",
+                                           "dcgan_d+unfolded-conv"));
 
 // The Transformers (tests/python/make_text_models.py): the word LM and BERT
 // of examples/text.py, nn.MultiheadAttention and nn.TransformerEncoder
