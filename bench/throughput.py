@@ -269,7 +269,7 @@ def against_lines(rows):
 def forms_lines(args, chosen, plans):
     """forms.csv (each op shape's form, and each fused graph's segment plans with every trial's median
     seconds), and the lines of its table in results.md: per model, how many shapes of each op took each form."""
-    columns = [("conv", "grouped"), ("conv", "per-member"), ("conv", "channels-last"),
+    columns = [("conv", "grouped"), ("conv", "per-member"), ("conv", "channels-last"), ("conv", "unfolded"),
                ("linear", "batched"), ("linear", "per-member"), ("linear+log-softmax", "batched"),
                ("linear+log-softmax", "per-member"), ("recurrent", "stepped"), ("recurrent", "per-member")]
     prefixes = {"conv": ("hfta::conv|",), "linear": ("hfta::linear|",),

@@ -76,7 +76,8 @@ bool channelsLast(const at::Tensor& t) {
   return t.dim() == 4 && t.is_contiguous(at::MemoryFormat::ChannelsLast) && !t.is_contiguous();
 }
 
-// What names a convolution for the autotuner besides its tensors.
+// What names a convolution besides its tensors, for the autotuner and the
+// unfolded form.
 struct ConvSettings {
   at::IntArrayRef stride, padding, dilation;
   c10::string_view padding_mode;  // "same" or "valid" where padding is given as a mode

@@ -11,10 +11,11 @@ bool unfoldable(const at::Tensor& input, const at::Tensor& weight, int64_t group
 
 // Whether the unfolded form is worth timing: where a member's unfolded
 // input (N*H_out*W_out columns) is no larger than its weight (C_out rows).
-// There oneDNN's weight gradient ran at a third of its forward's speed
-// (DCGAN-D's 256 -> 512 4x4: 7.5 ms against 2.7, batch 8, 2 Xeon cores),
-// and the per-member form's stack of B weight gradients is as large as the
-// weight; elsewhere the columns cost more than they save.
+// There it won (8 members forward and backward, batch 8, 2 Xeon cores: 72 ms
+// for DCGAN-D's 256 -> 512 4x4 at 8x8 against 94 per member and 98 grouped;
+// 61 for ResNet-18's 512-channel 3x3 at 4x4 against 73 and 73); where the
+// columns outnumber the rows they cost more than they save (DCGAN-D's
+// 128 -> 256 at 16x16: 66 ms against 56 grouped).
 bool unfoldedWorthTiming(const at::Tensor& input, const at::Tensor& weight, at::IntArrayRef stride,
                          at::IntArrayRef padding, at::IntArrayRef dilation);
 

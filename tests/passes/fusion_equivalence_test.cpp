@@ -229,7 +229,7 @@ INSTANTIATE_TEST_SUITE_P(Exported, FusionEquivalence,
 // fused kernels (grouped convolution, batched matmul, batch norm over B x C
 // channels, the LSTM, attention), the per-member forms (convolution, linear,
 // recurrent: cuDNN's LSTM per member, which the autotuner does not pick on
-// CUDA yet) and FusedSGD's CUDA kernel, against
+// CUDA yet), the unfolded convolution and FusedSGD's CUDA kernel, against
 // PyTorch's answers on the CPU at the same dtype tolerances (float64 sums
 // in other orders on the GPU as fused sums do on the CPU).
 INSTANTIATE_TEST_SUITE_P(Cuda, FusionEquivalence,
@@ -237,7 +237,7 @@ INSTANTIATE_TEST_SUITE_P(Cuda, FusionEquivalence,
                                            "mobilenet_v2+cuda", "pointnet_cls+cuda", "dcgan_g+cuda", "lm_tiny+cuda",
                                            "bert_tiny+cuda", "lstm_lm_tiny+cuda", "encdec+cuda", "conv3d+cuda",
                                            "resnet18+cuda+per-member-conv", "lenet+cuda+channels-last-conv",
-                                           "bert_tiny+cuda+per-member-linear",
+                                           "dcgan_d+cuda+unfolded-conv", "bert_tiny+cuda+per-member-linear",
                                            "lstm_lm_tiny+cuda+per-member-recurrent"));
 
 // (and the layer zoo of examples/cnn.py, every other conv/pool/shape form,
