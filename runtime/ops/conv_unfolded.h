@@ -24,7 +24,8 @@ bool unfoldedWorthTiming(const at::Tensor& input, const at::Tensor& weight, at::
 // Forward: one batched GEMM of the weights over the unfolded input. Backward:
 // one batched GEMM for the weight gradient, written as the stacked [B, ...]
 // gradient itself, and each member's own input gradient (oneDNN's data
-// gradient ran faster than a GEMM and col2im).
+// gradient: a GEMM and col2im took 1.7x its time for ResNet-18's 512-channel
+// 3x3 at 4x4, and saved 13% on DCGAN-D's 256 -> 512).
 at::Tensor unfoldedConv(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
                         at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation);
 
