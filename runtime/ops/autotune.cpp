@@ -121,7 +121,8 @@ std::vector<double> interleavedMedians(const std::vector<std::function<void()>>&
         round_best = std::min(round_best.value_or(*t), *t);
       }
     }
-    for (size_t c = 0; r >= 1 && c < n; ++c) {
+    if (r == 0) continue;  // (one sample decides nothing)
+    for (size_t c = 0; c < n; ++c) {
       if (running[c] && *std::min_element(times[c].begin(), times[c].end()) > kHopeless * *round_best) {
         running[c] = false;
       }
