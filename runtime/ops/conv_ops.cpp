@@ -96,6 +96,12 @@ struct ConvSettings {
   }
 };
 
+// Whether this convolution can take the unfolded form: a 2-D one of
+// ungrouped members with its padding given as numbers, not as a mode.
+bool canRunUnfolded(const at::Tensor& input, const at::Tensor& weight, int64_t groups, const ConvSettings& settings) {
+  return settings.padding_mode.empty() && unfoldable(input, weight, groups);
+}
+
 template <typename ConvFn>
 at::Tensor runForm(ConvForm form, const at::Tensor& input, const at::Tensor& weight,
                    const std::optional<at::Tensor>& bias, int64_t groups, ConvFn conv, const ConvSettings& settings) {
@@ -104,11 +110,10 @@ at::Tensor runForm(ConvForm form, const at::Tensor& input, const at::Tensor& wei
     case ConvForm::PerMember:
       return perMemberForm(input, weight, bias, groups, conv);
     case ConvForm::Unfolded:
-      // (padding given as a mode, a grouped or 1-D or 3-D convolution: grouped)
-      if (settings.padding_mode.empty() && unfoldable(input, weight, groups)) {
+      if (canRunUnfolded(input, weight, groups, settings)) {
         return unfoldedConv(input, weight, bias, settings.stride, settings.padding, settings.dilation);
       }
-      break;
+      break;  // (one that cannot runs grouped)
     case ConvForm::ChannelsLast:
       if (input.dim() == 4) {
         // The output goes back to the input's layout: the ops after it
@@ -144,7 +149,7 @@ ConvForm chooseForm(const at::Tensor& input, const at::Tensor& weight, const std
   std::vector<ConvForm> forms{ConvForm::Grouped, ConvForm::PerMember};
   // (a channels-last input runs channels-last as Grouped)
   if (input.dim() == 4 && !channels_last) forms.push_back(ConvForm::ChannelsLast);
-  if (settings.padding_mode.empty() && unfoldable(input, weight, groups) &&
+  if (canRunUnfolded(input, weight, groups, settings) &&
       unfoldedWorthTiming(input, weight, settings.stride, settings.padding, settings.dilation)) {
     forms.push_back(ConvForm::Unfolded);
   }
